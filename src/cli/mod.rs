@@ -1,0 +1,786 @@
+//! The C-compatible command line: turns nanoBragg's single-dash argument list into a
+//! [`SimConfig`] (SI units) plus the port's own [`RunOptions`].
+//!
+//! Every flag, alias, unit and side effect follows the C program (see
+//! `shared/reference/physics.md` §2), with these deliberate differences:
+//!
+//! * Flags are matched against an explicit table of spellings (`flags::FLAGS`) instead of C's
+//!   substring search. Unknown flags are an error ([`Error::UnknownFlag`]) rather than ignored,
+//!   and stray values (too many after a flag) are an error naming that flag.
+//! * Values are taken positionally: the tokens after a flag are always its values, so negative
+//!   numbers (`-phi -5`, `-misset -10 20 30`) work and are never read as flags.
+//! * Missing and malformed values are errors naming the flag and the offending text, where C
+//!   would silently ignore the flag or read 0 via `atof`/`atoi`. Numbers must be finite; counts
+//!   read with C's `atoi` accept an integer or a finite decimal, truncated toward zero (so
+//!   `1e3` gives 1000 where `atoi` gives 1). Some values must be positive: `-pixel`,
+//!   `-lambda`, `-energy`, `-distance`, `-close_distance`, `-detsize*`, the first `-cell`
+//!   length; pixel counts must not be negative; `-detector_abs` must be positive, 0 or `inf`;
+//!   seeds must fit C's `int`; direction vectors must not be zero.
+//! * `-twotheta_axis x y z` no longer also sets 2θ = x degrees (C's substring match runs the
+//!   `-twotheta` branch too). It keeps that branch's other side effect, pivot = SAMPLE.
+//! * `-curved_det` works as the last argument (C ignores it there).
+//! * An `-img` or `-mask` file that cannot be read is an error (C prints a message and goes on
+//!   without it).
+//! * Of several `-mat`, `-sourcefile` or `-hkl` flags only the last is used, as in C, and the
+//!   files are read after all flags are parsed.
+//!
+//! * `-cell` takes 1 to 6 numbers; C's defaults for the missing or ≤ 0 ones (b = c = a,
+//!   angles 90°) are filled in here, so `crystal.cell` is always complete.
+//!
+//! Nothing else here resolves defaults or checks that a run is possible (e.g. "needs -cell or -mat",
+//! auto-selected step counts, N clamping): that is [`crate::setup`]'s job.
+
+mod flags;
+mod usage;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{Convention, Misset, Pivot, Roi, SimConfig, Vec3};
+use crate::error::{Error, Result};
+use flags::{Arity, Opt};
+
+/// Degrees to radians, computed as C does (it divides by `RTD = 180·(1/π)`).
+const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
+
+/// The photon energy × wavelength constant C uses for `-energy` (eV·Å).
+const EV_ANGSTROM: f64 = 12398.42;
+
+/// Options of this port that are not part of the C program's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunOptions {
+    /// `-precision f32`: compute in single precision (default f64).
+    pub precision_f32: bool,
+    /// `-memory_mb N`: cap on the working memory of one pixel chunk, in bytes.
+    pub memory_budget_bytes: Option<usize>,
+}
+
+/// Result of [`parse_args`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// Run a simulation with this configuration.
+    Run(Box<SimConfig>, RunOptions),
+    /// `-h`, `-help` or `--help`: print [`usage`].
+    Help,
+}
+
+/// The usage text: every flag with its values and units.
+pub fn usage() -> &'static str {
+    usage::USAGE
+}
+
+/// Parses a C-style argument list (`args` excludes the program name).
+///
+/// Order of work, as C: the headers of `-mask FILE` and then `-img FILE` (so `-img` wins) seed
+/// the geometry, then every flag is applied in argv order (later flags win, and override the
+/// headers). `-mat` and `-sourcefile` files are read here; the `-hkl` path is only recorded.
+/// Relative paths are taken relative to the current directory and stored as given.
+pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Parsed> {
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    let items = match tokenize(&args)? {
+        Some(items) => items,
+        None => return Ok(Parsed::Help),
+    };
+
+    let mut st = State::new();
+
+    // Pre-scan: the last -mask and the last -img (C keeps the last of each).
+    let last_value = |opt: Opt| {
+        items
+            .iter()
+            .rev()
+            .find(|it| it.opt == opt)
+            .map(|it| PathBuf::from(it.values[0]))
+    };
+    if let Some(mask) = last_value(Opt::Mask) {
+        let (header, pixels) = crate::io::smv::read_smv_u16(&mask)?;
+        let (w, h) = apply_header(&mut st.cfg, &header, &mask, true)?;
+        let n = w * h;
+        if pixels.len() < n {
+            return Err(Error::parse(
+                &mask,
+                None,
+                format!(
+                    "mask holds {} pixels but its header says {w}×{h}",
+                    pixels.len()
+                ),
+            ));
+        }
+        let mut pixels = pixels;
+        pixels.truncate(n);
+        st.cfg.detector.mask = Some(pixels);
+    }
+    if let Some(img) = last_value(Opt::Img) {
+        let header = crate::io::smv::read_smv_header(&img)?;
+        apply_header(&mut st.cfg, &header, &img, false)?;
+    }
+
+    for it in &items {
+        apply(&mut st, it)?;
+    }
+    st.finish()
+}
+
+/// One flag occurrence with its value tokens.
+#[derive(Debug)]
+struct Item<'a> {
+    flag: &'a str,
+    opt: Opt,
+    values: Vec<&'a str>,
+}
+
+/// Splits argv into flags and their values. Returns `None` when a help flag is met.
+fn tokenize<'a>(args: &[&'a str]) -> Result<Option<Vec<Item<'a>>>> {
+    let mut items: Vec<Item<'a>> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let tok = args[i];
+        let opt = match flags::lookup(tok) {
+            Some(opt) => opt,
+            None => {
+                // A number or a word where a flag should be: too many values for the flag
+                // before it. Anything else that starts with '-' is an unknown flag.
+                let looks_like_value = !tok.starts_with('-') || tok.trim().parse::<f64>().is_ok();
+                return Err(match items.last() {
+                    Some(prev) if looks_like_value => Error::flag(
+                        prev.flag,
+                        format!("unexpected extra value '{tok}' (expected a flag here)"),
+                    ),
+                    _ => Error::UnknownFlag(tok.to_string()),
+                });
+            }
+        };
+        if opt == Opt::Help {
+            return Ok(None);
+        }
+        let rest = &args[i + 1..];
+        let n = match opt.arity() {
+            Arity::Fixed(n) => n,
+            Arity::Misset => {
+                if rest.first().is_some_and(|v| v.contains("rand")) {
+                    1
+                } else {
+                    3
+                }
+            }
+            Arity::Cell => {
+                // Up to six values; C stops at the next token that starts with '-', but a
+                // negative number is still a value here (setup treats ≤ 0 like a missing one).
+                let n = rest
+                    .iter()
+                    .take(6)
+                    .take_while(|v| !v.starts_with('-') || v.trim().parse::<f64>().is_ok())
+                    .count();
+                n.max(1)
+            }
+        };
+        if rest.len() < n {
+            return Err(missing(tok, n, rest.len(), None));
+        }
+        let values = &rest[..n];
+        if let Some((k, v)) = values
+            .iter()
+            .enumerate()
+            .find(|(_, v)| flags::lookup(v).is_some())
+        {
+            return Err(missing(tok, n, k, Some(v)));
+        }
+        items.push(Item {
+            flag: tok,
+            opt,
+            values: values.to_vec(),
+        });
+        i += 1 + n;
+    }
+    Ok(Some(items))
+}
+
+/// The error for a flag with fewer values than it needs.
+fn missing(flag: &str, needed: usize, found: usize, next_flag: Option<&str>) -> Error {
+    let what = if needed == 1 {
+        "a value".to_string()
+    } else {
+        format!("{needed} values")
+    };
+    let found = match next_flag {
+        Some(f) => format!("found {found} before the flag '{f}'"),
+        None if found == 0 => "found none".to_string(),
+        None => format!("found only {found}"),
+    };
+    Error::flag(flag, format!("expects {what}, {found}"))
+}
+
+/// Parser state: the configuration plus C's flags that only decide the output names at the end.
+struct State {
+    cfg: SimConfig,
+    opts: RunOptions,
+    noisefile: PathBuf,
+    write_noise: bool,
+    pgmfile: PathBuf,
+    write_pgm: bool,
+    matfile: Option<PathBuf>,
+    sourcefile: Option<PathBuf>,
+}
+
+impl State {
+    fn new() -> Self {
+        let cfg = SimConfig::default();
+        let noisefile = cfg
+            .output
+            .noisefile
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("noiseimage.img"));
+        let pgmfile = cfg
+            .output
+            .pgmfile
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("image.pgm"));
+        Self {
+            write_noise: cfg.output.noisefile.is_some(),
+            write_pgm: cfg.output.pgmfile.is_some(),
+            cfg,
+            opts: RunOptions::default(),
+            noisefile,
+            pgmfile,
+            matfile: None,
+            sourcefile: None,
+        }
+    }
+
+    fn finish(mut self) -> Result<Parsed> {
+        self.cfg.output.noisefile = self.write_noise.then_some(self.noisefile);
+        self.cfg.output.pgmfile = self.write_pgm.then_some(self.pgmfile);
+        if let Some(path) = &self.matfile {
+            self.cfg.crystal.matrix = Some(crate::io::matrix::read_matrix(path)?);
+        }
+        if let Some(path) = &self.sourcefile {
+            self.cfg.beam.sources = Some(crate::io::sourcefile::read_sourcefile(path)?);
+        }
+        Ok(Parsed::Run(Box::new(self.cfg), self.opts))
+    }
+}
+
+/// Applies an SMV header (`-mask` or `-img`) as C does, in its order of keys. Returns the pixel
+/// counts (fast, slow) it set.
+///
+/// Keys are looked up with C's `ValueOf` (last substring match, so `DISTANCE` may pick up
+/// `CLOSE_DISTANCE`). For a mask, `BEAM_CENTER_Y` is flipped: Ybeam = detsize_s − value.
+/// `TWOTHETA` is deliberately not applied: C reads it into a scratch variable that nothing
+/// uses, and the port reproduces that.
+fn apply_header(
+    cfg: &mut SimConfig,
+    header: &crate::io::smv::SmvHeader,
+    path: &Path,
+    is_mask: bool,
+) -> Result<(usize, usize)> {
+    let bad = |key: &str, v: f64, need: &str| {
+        Error::parse(path, None, format!("header {key}={v}: {need}"))
+    };
+    let finite = |key: &str| -> Result<Option<f64>> {
+        match header.value_of(key) {
+            Some(v) if !v.is_finite() => Err(bad(key, v, "expected a finite number")),
+            other => Ok(other),
+        }
+    };
+    let positive = |key: &str| -> Result<Option<f64>> {
+        match finite(key)? {
+            Some(v) if v <= 0.0 => Err(bad(key, v, "must be > 0")),
+            other => Ok(other),
+        }
+    };
+
+    // C casts SIZE1/SIZE2 to int and falls back on DETECTOR_DIMENSIONS when SIZE1 is 0.
+    let count = |key: &str| -> Result<i64> { Ok(finite(key)?.map_or(0, |v| v.trunc() as i64)) };
+    let (mut w, mut h) = (count("SIZE1")?, count("SIZE2")?);
+    if w == 0 {
+        w = count("DETECTOR_DIMENSIONS")?;
+        h = w;
+    }
+    if w <= 0 || h <= 0 {
+        return Err(Error::parse(
+            path,
+            None,
+            format!("header gives no valid pixel counts (SIZE1={w}, SIZE2={h})"),
+        ));
+    }
+    let (w, h) = (w as usize, h as usize);
+
+    let det = &mut cfg.detector;
+    det.fpixels = Some(w);
+    det.spixels = Some(h);
+    if let Some(v) = positive("PIXEL_SIZE")? {
+        det.pixel_size = v / 1000.0;
+    }
+    det.detsize_f = det.pixel_size * w as f64;
+    det.detsize_s = det.pixel_size * h as f64;
+    if let Some(v) = positive("DISTANCE")? {
+        det.distance = v / 1000.0;
+    }
+    if let Some(v) = positive("CLOSE_DISTANCE")? {
+        det.close_distance = Some(v / 1000.0);
+    }
+    if let Some(v) = positive("WAVELENGTH")? {
+        cfg.beam.lambda0 = v / 1e10;
+    }
+    if let Some(v) = finite("BEAM_CENTER_X")? {
+        det.xbeam = Some(v / 1000.0);
+    }
+    if let Some(v) = finite("BEAM_CENTER_Y")? {
+        det.ybeam = Some(if is_mask {
+            det.detsize_s - v / 1000.0
+        } else {
+            v / 1000.0
+        });
+    }
+    if let Some(v) = finite("ORGX")? {
+        det.orgx = Some(v);
+    }
+    if let Some(v) = finite("ORGY")? {
+        det.orgy = Some(v);
+    }
+    if let Some(v) = finite("PHI")? {
+        cfg.crystal.phi0 = v / RTD;
+    }
+    if let Some(v) = finite("OSC_RANGE")? {
+        cfg.crystal.osc = Some(v / RTD);
+    }
+    Ok((w, h))
+}
+
+/// Value parsers; every error names the flag and the offending text.
+struct Values<'a, 'b> {
+    flag: &'a str,
+    values: &'b [&'a str],
+}
+
+impl Values<'_, '_> {
+    fn text(&self, k: usize) -> &str {
+        self.values[k]
+    }
+
+    fn err(&self, msg: impl Into<String>) -> Error {
+        Error::flag(self.flag, msg)
+    }
+
+    /// A finite number (C's `atof`, strictly).
+    fn num(&self, k: usize) -> Result<f64> {
+        let t = self.values[k];
+        match t.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            Ok(_) => Err(self.err(format!("'{t}' is not a finite number"))),
+            Err(_) => Err(self.err(format!("expected a number, got '{t}'"))),
+        }
+    }
+
+    /// A number > 0.
+    fn positive(&self, k: usize) -> Result<f64> {
+        let v = self.num(k)?;
+        if v > 0.0 {
+            Ok(v)
+        } else {
+            Err(self.err(format!("must be > 0, got '{}'", self.values[k])))
+        }
+    }
+
+    /// An integer (C's `atoi`): an integer or a finite decimal truncated toward zero.
+    fn int(&self, k: usize) -> Result<i64> {
+        let t = self.values[k].trim();
+        if let Ok(v) = t.parse::<i64>() {
+            return Ok(v);
+        }
+        match t.parse::<f64>() {
+            Ok(v) if v.is_finite() && v.trunc().abs() < 9.2e18 => Ok(v.trunc() as i64),
+            Ok(_) => Err(self.err(format!("'{}' is not a usable integer", self.values[k]))),
+            Err(_) => Err(self.err(format!("expected an integer, got '{}'", self.values[k]))),
+        }
+    }
+
+    /// An integer in C's `int` range (seeds).
+    fn int32(&self, k: usize) -> Result<i64> {
+        let v = self.int(k)?;
+        if i32::try_from(v).is_ok() {
+            Ok(v)
+        } else {
+            Err(self.err(format!(
+                "'{}' does not fit a 32-bit integer",
+                self.values[k]
+            )))
+        }
+    }
+
+    /// A pixel count: ≥ 0, where 0 means "not given" as in C.
+    fn pixel_count(&self, k: usize) -> Result<Option<usize>> {
+        let v = self.int(k)?;
+        match usize::try_from(v) {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(self.err(format!(
+                "pixel count must not be negative, got '{}'",
+                self.values[k]
+            ))),
+        }
+    }
+
+    /// Three finite numbers.
+    fn vec3(&self) -> Result<Vec3> {
+        Ok([self.num(0)?, self.num(1)?, self.num(2)?])
+    }
+
+    /// A direction: three finite numbers, not all zero (setup normalises it).
+    fn direction(&self) -> Result<Vec3> {
+        let v = self.vec3()?;
+        if v.iter().all(|&x| x == 0.0) {
+            Err(self.err("the vector must not be zero"))
+        } else {
+            Ok(v)
+        }
+    }
+
+    /// A file name (stored as given).
+    fn path(&self) -> PathBuf {
+        PathBuf::from(self.values[0])
+    }
+}
+
+/// Applies one flag, with C's units and side effects.
+///
+/// Deliberate fix of a C bug: C's substring matching makes `-twotheta_axis x y z` also run the
+/// `-twotheta` branch, which sets 2θ to `x` degrees (`-twotheta 5 -twotheta_axis 0 0 -1` ends
+/// with 2θ = 0 in C). Here `-twotheta_axis` leaves 2θ alone; it keeps that branch's other side
+/// effect (pivot = SAMPLE) and, as C, selects the CUSTOM convention and stores the axis.
+fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
+    let v = Values {
+        flag: it.flag,
+        values: &it.values,
+    };
+    let cfg = &mut st.cfg;
+    let det = &mut cfg.detector;
+    let beam = &mut cfg.beam;
+    let xtal = &mut cfg.crystal;
+    let samp = &mut cfg.sampling;
+    let out = &mut cfg.output;
+    let mm = |x: f64| x / 1000.0;
+    match it.opt {
+        Opt::Help => {}
+
+        // Input files and structure factors.
+        Opt::Hkl => xtal.hkl = crate::config::HklSource::File(v.path()),
+        Opt::Mat => st.matfile = Some(v.path()),
+        Opt::Sourcefile => st.sourcefile = Some(v.path()),
+        Opt::Img | Opt::Mask | Opt::StolIgnored => {}
+        Opt::Cell => {
+            let mut c = [0.0; 6];
+            for (k, slot) in c.iter_mut().enumerate().take(it.values.len()) {
+                *slot = v.num(k)?;
+            }
+            if c[0] <= 0.0 {
+                return Err(v.err(format!("cell length a must be > 0, got '{}'", v.text(0))));
+            }
+            // C's defaults for what is missing or ≤ 0: b = c = a, angles 90°.
+            for k in 1..3 {
+                if c[k] <= 0.0 {
+                    c[k] = c[0];
+                }
+            }
+            for angle in &mut c[3..] {
+                if *angle <= 0.0 {
+                    *angle = 90.0;
+                }
+            }
+            xtal.cell = Some([
+                c[0] * 1e-10,
+                c[1] * 1e-10,
+                c[2] * 1e-10,
+                c[3] / RTD,
+                c[4] / RTD,
+                c[5] / RTD,
+            ]);
+        }
+        Opt::DefaultF => xtal.default_f = v.num(0)?,
+        Opt::Misset => {
+            xtal.misset = if it.values.len() == 1 {
+                Misset::Random
+            } else {
+                let a = v.vec3()?;
+                Misset::Angles([a[0] / RTD, a[1] / RTD, a[2] / RTD])
+            }
+        }
+
+        // Detector size and pixels.
+        Opt::Pixel => det.pixel_size = mm(v.positive(0)?),
+        Opt::Detpixels => {
+            let n = v.pixel_count(0)?;
+            det.fpixels = n;
+            det.spixels = n;
+        }
+        Opt::DetpixelsF => det.fpixels = v.pixel_count(0)?,
+        Opt::DetpixelsS => det.spixels = v.pixel_count(0)?,
+        Opt::Detsize => {
+            let s = mm(v.positive(0)?);
+            det.detsize_f = s;
+            det.detsize_s = s;
+        }
+        Opt::DetsizeF => det.detsize_f = mm(v.positive(0)?),
+        Opt::DetsizeS => det.detsize_s = mm(v.positive(0)?),
+        Opt::Distance => {
+            det.distance = mm(v.positive(0)?);
+            det.pivot = Pivot::Beam;
+        }
+        Opt::CloseDistance => {
+            det.close_distance = Some(mm(v.positive(0)?));
+            det.pivot = Pivot::Sample;
+        }
+        Opt::PointPixel => det.point_pixel = true,
+        Opt::CurvedDet => det.curved = true,
+
+        // Orientation, conventions, beam centre.
+        Opt::RotX => det.rotx = v.num(0)? / RTD,
+        Opt::RotY => det.roty = v.num(0)? / RTD,
+        Opt::RotZ => det.rotz = v.num(0)? / RTD,
+        Opt::Twotheta => {
+            det.twotheta = v.num(0)? / RTD;
+            det.pivot = Pivot::Sample;
+        }
+        Opt::TwothetaAxis => {
+            det.custom.twotheta_axis = Some(v.direction()?);
+            det.convention = Convention::Custom;
+            det.pivot = Pivot::Sample;
+        }
+        Opt::Conv(conv) => {
+            det.convention = conv;
+            det.pivot = if conv == Convention::Xds {
+                Pivot::Sample
+            } else {
+                Pivot::Beam
+            };
+        }
+        Opt::Pivot => {
+            det.pivot = match v.text(0).to_ascii_lowercase().as_str() {
+                "beam" => Pivot::Beam,
+                "sample" => Pivot::Sample,
+                _ => return Err(v.err(format!("expected 'beam' or 'sample', got '{}'", v.text(0)))),
+            }
+        }
+        Opt::FdetVector => set_custom(det, |c| &mut c.fdet, v.direction()?),
+        Opt::SdetVector => set_custom(det, |c| &mut c.sdet, v.direction()?),
+        Opt::OdetVector => set_custom(det, |c| &mut c.odet, v.direction()?),
+        Opt::BeamVector => set_custom(det, |c| &mut c.beam, v.direction()?),
+        Opt::PolarVector => set_custom(det, |c| &mut c.polar, v.direction()?),
+        Opt::SpindleAxis => set_custom(det, |c| &mut c.spindle, v.direction()?),
+        Opt::Pix0Vector => {
+            // C stores it, then its geometry code overwrites pix0: only CUSTOM remains.
+            v.vec3()?;
+            det.convention = Convention::Custom;
+        }
+        Opt::Xbeam => {
+            det.xbeam = Some(mm(v.num(0)?));
+            det.pivot = Pivot::Beam;
+        }
+        Opt::Ybeam => {
+            det.ybeam = Some(mm(v.num(0)?));
+            det.pivot = Pivot::Beam;
+        }
+        Opt::Xclose => {
+            det.xclose = Some(mm(v.num(0)?));
+            det.pivot = Pivot::Sample;
+        }
+        Opt::Yclose => {
+            det.yclose = Some(mm(v.num(0)?));
+            det.pivot = Pivot::Sample;
+        }
+        Opt::Orgx => {
+            det.orgx = Some(v.num(0)?);
+            det.pivot = Pivot::Sample;
+        }
+        Opt::Orgy => {
+            det.orgy = Some(v.num(0)?);
+            det.pivot = Pivot::Sample;
+        }
+
+        // Beam.
+        Opt::Lambda => beam.lambda0 = v.positive(0)? / 1.0e10,
+        Opt::Energy => beam.lambda0 = (EV_ANGSTROM / v.positive(0)?) / 1.0e10,
+        Opt::Dispersion => beam.dispersion = v.num(0)? / 100.0,
+        Opt::Dispsteps => beam.dispsteps = Some(v.int(0)?),
+        Opt::Divergence => {
+            let r = v.num(0)? / 1000.0;
+            beam.hdivrange = Some(r);
+            beam.vdivrange = Some(r);
+        }
+        Opt::Hdivrange => beam.hdivrange = Some(v.num(0)? / 1000.0),
+        Opt::Vdivrange => beam.vdivrange = Some(v.num(0)? / 1000.0),
+        Opt::Hdivstep => beam.hdivstep = Some(v.num(0)? / 1000.0),
+        Opt::Vdivstep => beam.vdivstep = Some(v.num(0)? / 1000.0),
+        Opt::Hdivsteps => beam.hdivsteps = Some(v.int(0)?),
+        Opt::Vdivsteps => beam.vdivsteps = Some(v.int(0)?),
+        Opt::Divsteps => {
+            let n = v.int(0)?;
+            beam.hdivsteps = Some(n);
+            beam.vdivsteps = Some(n);
+        }
+        Opt::RoundDiv => beam.round_div = true,
+        Opt::SquareDiv => beam.round_div = false,
+        Opt::Polar => {
+            beam.polarization = v.num(0)?;
+            beam.nopolar = false;
+        }
+        Opt::Nopolar => beam.nopolar = true,
+        Opt::Fluence => beam.fluence = v.num(0)?,
+        Opt::Flux => beam.flux = v.num(0)?,
+        Opt::Exposure => beam.exposure = v.num(0)?,
+        Opt::Beamsize => beam.beamsize = mm(v.num(0)?),
+        Opt::Water => samp.water_size = v.num(0)? / 1e6,
+        Opt::Coherent => {}
+
+        // Crystal.
+        Opt::N => {
+            let n = v.int(0)? as f64;
+            xtal.na = n;
+            xtal.nb = n;
+            xtal.nc = n;
+        }
+        Opt::Na => xtal.na = v.int(0)? as f64,
+        Opt::Nb => xtal.nb = v.int(0)? as f64,
+        Opt::Nc => xtal.nc = v.int(0)? as f64,
+        Opt::SampleSize => {
+            let s = mm(v.num(0)?);
+            xtal.sample_x = s;
+            xtal.sample_y = s;
+            xtal.sample_z = s;
+        }
+        Opt::SampleX => xtal.sample_x = mm(v.num(0)?),
+        Opt::SampleY => xtal.sample_y = mm(v.num(0)?),
+        Opt::SampleZ => xtal.sample_z = mm(v.num(0)?),
+        Opt::Shape(shape) => xtal.shape = shape,
+        Opt::Fudge => xtal.fudge = v.num(0)?,
+        Opt::Mosaic => xtal.mosaic_spread = Some(v.num(0)? / RTD),
+        Opt::MosaicDomains => xtal.mosaic_domains = Some(v.int(0)?),
+        Opt::NumberIgnored => {
+            v.num(0)?;
+        }
+
+        // Sampling, ROI, interpolation, sensor.
+        Opt::Phi => xtal.phi0 = v.num(0)? / RTD,
+        Opt::Osc => xtal.osc = Some(v.num(0)? / RTD),
+        Opt::Phistep => xtal.phistep = Some(v.num(0)? / RTD),
+        Opt::Phisteps => xtal.phisteps = Some(v.int(0)?),
+        Opt::Dmin => samp.dmin = v.num(0)? * 1e-10,
+        Opt::Oversample => {
+            // C treats 0 or a negative count as "automatic".
+            let n = v.int(0)?;
+            samp.oversample = (n > 0).then_some(n);
+        }
+        Opt::OversampleThick => samp.oversample_thick = true,
+        Opt::OversamplePolar => samp.oversample_polar = true,
+        Opt::OversampleOmega => samp.oversample_omega = true,
+        Opt::Roi => {
+            det.roi = Some(Roi {
+                xmin: v.int(0)?,
+                xmax: v.int(1)?,
+                ymin: v.int(2)?,
+                ymax: v.int(3)?,
+            })
+        }
+        Opt::Interpolate => xtal.interpolate = Some(true),
+        Opt::NoInterpolate => xtal.interpolate = Some(false),
+        Opt::DetectorAbs => {
+            let t = v.text(0).trim();
+            let depth = if t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity") {
+                0.0
+            } else {
+                v.num(0)?
+            };
+            if depth < 0.0 {
+                return Err(v.err(format!(
+                    "attenuation depth must be > 0 µm, 0 or 'inf', got '{}'",
+                    v.text(0)
+                )));
+            }
+            if depth == 0.0 {
+                // `inf` or 0: no absorption, and no sensor thickness (a later
+                // -detector_thick still sets one, as in C).
+                det.mu = Some(0.0);
+                det.thickness = 0.0;
+            } else {
+                det.mu = Some(1.0 / (depth * 1e-6));
+            }
+        }
+        Opt::DetectorThick => det.thickness = v.num(0)? * 1e-6,
+        Opt::Thicksteps => det.thicksteps = Some(v.int(0)?),
+
+        // Output, noise, misc.
+        Opt::Floatfile => out.floatfile = v.path(),
+        Opt::Intfile => out.intfile = v.path(),
+        Opt::Noisefile => {
+            st.noisefile = v.path();
+            st.write_noise = true;
+        }
+        Opt::Nonoise => st.write_noise = false,
+        Opt::Pgmfile => {
+            st.pgmfile = v.path();
+            st.write_pgm = true;
+        }
+        Opt::Nopgm => st.write_pgm = false,
+        Opt::Scale => out.scale = Some(v.num(0)?),
+        Opt::Adc => out.adc = v.num(0)?,
+        Opt::Pgmscale => {
+            out.pgmscale = Some(v.num(0)?);
+            st.write_pgm = true;
+        }
+        Opt::Seed => out.seed = Some(v.int32(0)?),
+        Opt::MosaicSeed => xtal.mosaic_seed = v.int32(0)?,
+        Opt::MissetSeed => xtal.misset_seed = Some(v.int32(0)?),
+        Opt::Printout => out.printout = true,
+        Opt::PrintoutPixel => {
+            out.printout_pixel = Some((v.int(0)?, v.int(1)?));
+            out.printout = true;
+        }
+        Opt::TracePixel => out.trace_pixel = Some((v.int(0)?, v.int(1)?)),
+        Opt::Progress => out.progress = true,
+        Opt::NoProgress => out.progress = false,
+
+        // Port-only options.
+        Opt::Engine => {
+            // Only the CPU engine exists so far; other engines are added with their backends.
+            if v.text(0) != "cpu" {
+                return Err(v.err(format!("unknown engine '{}' (available: cpu)", v.text(0))));
+            }
+        }
+        Opt::Precision => {
+            st.opts.precision_f32 = match v.text(0) {
+                "f64" => false,
+                "f32" => true,
+                other => {
+                    return Err(v.err(format!("expected 'f64' or 'f32', got '{other}'")));
+                }
+            }
+        }
+        Opt::MemoryMb => {
+            let n = v.int(0)?;
+            let bytes = usize::try_from(n)
+                .ok()
+                .filter(|&n| n > 0)
+                .and_then(|n| n.checked_mul(1 << 20))
+                .ok_or_else(|| {
+                    v.err(format!(
+                        "expected a positive number of MiB, got '{}'",
+                        v.text(0)
+                    ))
+                })?;
+            st.opts.memory_budget_bytes = Some(bytes);
+        }
+    }
+    Ok(())
+}
+
+/// Stores a user vector and selects the CUSTOM convention (the pivot is left as it is).
+fn set_custom(
+    det: &mut crate::config::DetectorConfig,
+    field: impl FnOnce(&mut crate::config::CustomVectors) -> &mut Option<Vec3>,
+    value: Vec3,
+) {
+    *field(&mut det.custom) = Some(value);
+    det.convention = Convention::Custom;
+}

@@ -1,0 +1,55 @@
+//! File readers and writers: structure factors (`-hkl`, `Fdump.bin`), orientation matrices
+//! (`-mat`), source lists (`-sourcefile`), SMV images (`-img`, `-mask`, `-intfile`,
+//! `-noisefile`), raw float images (`-floatfile`) and PGM previews (`-pgmfile`).
+//!
+//! Readers never panic: malformed input gives an [`Error`](crate::error::Error) naming the file
+//! and, where it makes sense, the 1-based line. Writers replace their output atomically.
+
+pub mod atomic;
+pub mod cfmt;
+pub mod fdump;
+pub mod hkl;
+pub mod matrix;
+pub mod pgm;
+pub mod raw;
+pub mod smv;
+pub mod sourcefile;
+
+pub use atomic::write_atomic;
+pub use cfmt::fmt_g;
+pub use fdump::{read_fdump, write_fdump};
+pub use hkl::{read_hkl, HklGrid};
+pub use matrix::read_matrix;
+pub use pgm::write_pgm;
+pub use raw::{read_float_image, write_float_image};
+pub use smv::{read_smv_header, read_smv_u16, write_smv, SmvFields, SmvHeader};
+pub use sourcefile::read_sourcefile;
+
+/// Helpers shared by the unit tests of this module.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    /// The golden-data directory: `$NANOBRAGG_GOLDEN_DIR`, else `../shared/golden` next to the
+    /// crate. `None` (after printing a skip message) when it is absent.
+    pub(crate) fn golden_dir() -> Option<PathBuf> {
+        let dir = std::env::var_os("NANOBRAGG_GOLDEN_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+        if dir.is_dir() {
+            Some(dir)
+        } else {
+            eprintln!("skipped: golden data not found at {}", dir.display());
+            None
+        }
+    }
+
+    /// Writes `bytes` to a fresh temporary file.
+    pub(crate) fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().expect("create temp file");
+        f.write_all(bytes).expect("write temp file");
+        f.flush().expect("flush temp file");
+        f
+    }
+}

@@ -1,0 +1,25 @@
+//! nanobragg: a differentiable re-implementation of the nanoBragg X-ray diffraction simulator
+//! (J. Holton and K. Frankel) on burn.
+//!
+//! Data flow: [`config::SimConfig`] (what the user asked for, C defaults, SI units) →
+//! [`setup::Experiment`] (host-side resolution in f64: geometry, sampling, sources, mosaic
+//! domains, structure factors) → [`scene`] (flat arrays, uploaded as tensors) →
+//! [`physics`] stages (pure functions generic over the burn backend) composed by
+//! [`simulate::render`] over chunks of pixels → [`simulate::Image`].
+
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod geometry;
+pub mod io;
+pub mod physics;
+pub mod rng;
+pub mod scene;
+pub mod setup;
+pub mod simulate;
+
+pub use config::SimConfig;
+pub use error::{Error, Result};
+pub use setup::Experiment;
+pub use simulate::{render, Image, RenderOptions};

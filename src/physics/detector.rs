@@ -1,0 +1,72 @@
+//! Detector stages: sub-pixel positions, diffracted directions, air path, solid angle and
+//! sensor absorption (physics reference §4.6, §12).
+
+use super::{column, rotate_about};
+use burn::tensor::{backend::Backend, Tensor};
+
+/// Lab positions `[R, 3]` (m) of sub-pixel samples: P = Fdet·f + Sdet·s + Odet·o + pix0.
+///
+/// `coords` `[R, 3]` holds (Fdet, Sdet, Odet) (m); `basis` `[3, 3]` has rows f, s, o;
+/// `pix0` `[1, 3]` (m).
+pub fn pixel_positions<B: Backend>(
+    coords: Tensor<B, 2>,
+    basis: Tensor<B, 2>,
+    pix0: Tensor<B, 2>,
+) -> Tensor<B, 2> {
+    coords.matmul(basis) + pix0
+}
+
+/// Positions on a spherical detector (`-curved_det`), as C builds them: the point
+/// `distance·b` rotated about s by P_y/distance, then about f by P_z/distance, where P_y and P_z
+/// are the lab y and z components of the planar position.
+///
+/// `planar` `[R, 3]`; `beam`, `fdet`, `sdet` `[1, 3]`; `distance` (m).
+pub fn curved_positions<B: Backend>(
+    planar: Tensor<B, 2>,
+    beam: Tensor<B, 2>,
+    fdet: Tensor<B, 2>,
+    sdet: Tensor<B, 2>,
+    distance: f64,
+) -> Tensor<B, 2> {
+    let r = planar.dims()[0];
+    let v = (beam * distance).expand([r, 3]);
+    let v = rotate_about(v, sdet, column(&planar, 1) / distance);
+    rotate_about(v, fdet, column(&planar, 2) / distance)
+}
+
+/// Unit diffracted directions `[R, 3]` and air paths `[R, 1]` (m) to the positions `[R, 3]`.
+pub fn diffracted_directions<B: Backend>(positions: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    let airpath = positions.clone().powi_scalar(2).sum_dim(1).sqrt();
+    (positions / airpath.clone(), airpath)
+}
+
+/// Solid angle `[R, 1]` (sr) of a pixel seen at distance `airpath` `[R, 1]` (m):
+/// ω = pixel²/R² · close_distance/R, or 1/R² for a point pixel (`-point_pixel`).
+pub fn solid_angle<B: Backend>(
+    airpath: Tensor<B, 2>,
+    pixel_size: f64,
+    close_distance: f64,
+    point_pixel: bool,
+) -> Tensor<B, 2> {
+    if point_pixel {
+        airpath.powi_scalar(2).recip()
+    } else {
+        airpath.powi_scalar(3).recip() * (pixel_size * pixel_size * close_distance)
+    }
+}
+
+/// Fraction of photons absorbed in sensor layer t `[R, 1]` (layer index as a float):
+/// exp(−t·Δz·μ/ρ) − exp(−(t+1)·Δz·μ/ρ) with parallax ρ = d·o.
+///
+/// `directions` `[R, 3]`; `odet` `[3, 1]`; `step` Δz (m); `mu` (1/m).
+pub fn capture_fraction<B: Backend>(
+    directions: Tensor<B, 2>,
+    odet: Tensor<B, 2>,
+    layer: Tensor<B, 2>,
+    step: f64,
+    mu: f64,
+) -> Tensor<B, 2> {
+    let parallax = directions.matmul(odet);
+    let depth = |t: Tensor<B, 2>| (t * (-step * mu) / parallax.clone()).exp();
+    depth(layer.clone()) - depth(layer + 1.0)
+}

@@ -1,0 +1,98 @@
+//! Lattice factor F_latt: the crystal's shape transform (physics reference §5.6).
+
+use crate::config::{CrystalShape, Vec3};
+use burn::tensor::{backend::Backend, Tensor};
+use std::f64::consts::PI;
+
+/// |δ| below which sin(Nπδ)/sin(πδ) is replaced by its limit N.
+const SINCG_EPS: f64 = 1e-9;
+/// |x| below which sinc3 uses its Taylor series.
+const SINC3_SERIES: f64 = 1e-2;
+/// Scale of the ROUND shape: √(volume ratio) of the cube and the sphere, as C.
+const ROUND_SCALE: f64 = 0.723601254558268;
+
+/// Distance to the nearest integer, δ = x − ceil(x − ½) ∈ (−½, ½] (C's rounding, ties down).
+pub fn fractional<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
+    x.clone() - (x - 0.5).ceil()
+}
+
+/// sin(Nπh)/sin(πh) `[R, C]`, evaluated on the fractional part δ of h.
+///
+/// For integer N, sin(Nπ(n+δ))/sin(π(n+δ)) = ±sin(Nπδ)/sin(πδ): the sign squares away in the
+/// intensity, and the small argument keeps f32 accurate far from the origin. At δ = 0 the
+/// value is the limit N (C returns N only at h = 0 exactly and ±N·(1+ε) elsewhere).
+pub fn sincg<B: Backend>(h: Tensor<B, 2>, n: f64) -> Tensor<B, 2> {
+    let delta = fractional(h);
+    let at_node = delta.clone().abs().lower_elem(SINCG_EPS);
+    let x = delta * PI;
+    let num = (x.clone() * n).sin();
+    let den = x.sin().mask_fill(at_node.clone(), 1.0);
+    (num / den).mask_fill(at_node, n)
+}
+
+/// 3(sin x/x − cos x)/x², the transform of a sphere, with sinc3(0) = 1 (series near 0).
+pub fn sinc3<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
+    let small = x.clone().abs().lower_elem(SINC3_SERIES);
+    let x2 = x.clone().powi_scalar(2);
+    let series = x2.clone().neg() / 10.0 + x2.clone().powi_scalar(2) / 280.0 + 1.0;
+    let safe_x = x.mask_fill(small.clone(), 1.0);
+    let safe_x2 = x2.mask_fill(small.clone(), 1.0);
+    let exact = (safe_x.clone().sin() / safe_x.clone() - safe_x.cos()) * 3.0 / safe_x2;
+    exact.mask_where(small, series)
+}
+
+/// Parameters of the lattice factor that do not depend on the sample point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatticeShape {
+    pub shape: CrystalShape,
+    /// Unit cells along a, b, c.
+    pub n: [f64; 3],
+    pub fudge: f64,
+    /// Static reciprocal vectors (Å⁻¹; misset applied, not rotated by φ or mosaic), used by
+    /// GAUSS and TOPHAT, as C.
+    pub recip: [Vec3; 3],
+}
+
+/// Lattice factor F_latt `[R, C]` from fractional Miller indices h, k, l `[R, C]`.
+pub fn lattice_factor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape) -> Tensor<B, 2> {
+    let [na, nb, nc] = p.n;
+    let volume = na * nb * nc;
+    match p.shape {
+        CrystalShape::Square => {
+            let mut f: Option<Tensor<B, 2>> = None;
+            for (x, n) in hkl.iter().zip(p.n) {
+                if n > 1.0 {
+                    let s = sincg(x.clone(), n);
+                    f = Some(match f {
+                        Some(f) => f * s,
+                        None => s,
+                    });
+                }
+            }
+            f.unwrap_or_else(|| hkl[0].ones_like())
+        }
+        CrystalShape::Round => {
+            let mut r2 = hkl[0].zeros_like();
+            for (x, n) in hkl.iter().zip(p.n) {
+                r2 = r2 + fractional(x.clone()).powi_scalar(2) * (n * n);
+            }
+            sinc3((r2 * p.fudge).sqrt() * PI) * (volume * ROUND_SCALE)
+        }
+        CrystalShape::Gauss | CrystalShape::Tophat => {
+            let d: Vec<Tensor<B, 2>> = hkl.iter().map(|x| fractional(x.clone())).collect();
+            let mut r2 = hkl[0].zeros_like();
+            for axis in 0..3 {
+                let comp = d[0].clone() * p.recip[0][axis]
+                    + d[1].clone() * p.recip[1][axis]
+                    + d[2].clone() * p.recip[2][axis];
+                r2 = r2 + comp.powi_scalar(2);
+            }
+            let r2 = r2 * (volume * volume * p.fudge);
+            if p.shape == CrystalShape::Gauss {
+                (r2 / -0.63).exp() * volume
+            } else {
+                r2.lower_elem(0.3969).float() * volume
+            }
+        }
+    }
+}

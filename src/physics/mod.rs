@@ -1,0 +1,51 @@
+//! Physics stages: pure functions generic over the burn backend, tensors in, tensors out.
+//!
+//! Shapes in doc comments: `R` = sub-pixel samples in a chunk (pixels × layers × sub-pixels),
+//! `S` = sources, `C` = orientations (source × φ step × mosaic domain), in C's loop order.
+//! Units: metres, radians, m⁻¹ for scattering vectors; Miller indices are dimensionless.
+
+pub mod detector;
+pub mod lattice;
+pub mod polarization;
+pub mod scattering;
+pub mod structure_factor;
+
+use burn::tensor::{backend::Backend, Tensor};
+
+/// Column `j` of a `[N, M]` tensor, as `[N, 1]`.
+pub fn column<B: Backend>(t: &Tensor<B, 2>, j: usize) -> Tensor<B, 2> {
+    let n = t.dims()[0];
+    t.clone().slice([0..n, j..j + 1])
+}
+
+/// Row-wise cross product of `[N, 3]` (or `[1, 3]`) tensors, broadcasting rows.
+pub fn cross_rows<B: Backend>(a: &Tensor<B, 2>, b: &Tensor<B, 2>) -> Tensor<B, 2> {
+    let (a0, a1, a2) = (column(a, 0), column(a, 1), column(a, 2));
+    let (b0, b1, b2) = (column(b, 0), column(b, 1), column(b, 2));
+    Tensor::cat(
+        vec![
+            a1.clone() * b2.clone() - a2.clone() * b1.clone(),
+            a2 * b0.clone() - a0.clone() * b2,
+            a0 * b1 - a1 * b0,
+        ],
+        1,
+    )
+}
+
+/// Row-wise dot product of `[N, 3]` (or `[1, 3]`) tensors → `[N, 1]`.
+pub fn dot_rows<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>) -> Tensor<B, 2> {
+    (a * b).sum_dim(1)
+}
+
+/// Rodrigues rotation of rows `v` `[N, 3]` about the unit axis `k` `[1, 3]` by angles `θ`
+/// `[N, 1]` (rad).
+pub fn rotate_about<B: Backend>(
+    v: Tensor<B, 2>,
+    k: Tensor<B, 2>,
+    theta: Tensor<B, 2>,
+) -> Tensor<B, 2> {
+    let (s, c) = (theta.clone().sin(), theta.cos());
+    let kv = dot_rows(k.clone(), v.clone());
+    let kxv = cross_rows(&k, &v);
+    v * c.clone() + kxv * s + k * (kv * (c.neg() + 1.0))
+}

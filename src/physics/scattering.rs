@@ -1,0 +1,36 @@
+//! Scattering geometry: scattering angle, sinθ/λ, and fractional Miller indices
+//! (physics reference §5.6, §7).
+
+use burn::tensor::{backend::Backend, Tensor};
+
+/// cos 2θ `[R, S]` between diffracted directions `[R, 3]` and incident directions, given
+/// transposed as `[3, S]`.
+pub fn cos_two_theta<B: Backend>(
+    directions: Tensor<B, 2>,
+    incident_t: Tensor<B, 2>,
+) -> Tensor<B, 2> {
+    directions.matmul(incident_t)
+}
+
+/// sinθ/λ `[R, S]` (m⁻¹) = ½‖q‖ with q = (d − i)/λ, from cos 2θ `[R, S]` and the source
+/// wavelengths `inv_lambda` = 1/λ `[1, S]` (m⁻¹). Uses ‖d − i‖² = 2 − 2 cos 2θ for unit vectors.
+pub fn stol<B: Backend>(cos_two_theta: Tensor<B, 2>, inv_lambda: Tensor<B, 2>) -> Tensor<B, 2> {
+    (cos_two_theta.neg() * 2.0 + 2.0).clamp_min(0.0).sqrt() * inv_lambda * 0.5
+}
+
+/// Fractional Miller indices h, k, l, each `[R, C]`, for every sample and orientation.
+///
+/// h = a·q = a·d/λ − a·i/λ is linear in the diffracted direction, so all orientations come
+/// out of one product: `coef` `[3, 3C]` holds the columns a/λ (then b/λ, then c/λ) of every
+/// orientation (m⁻¹·m = dimensionless per unit direction) and `offset` `[1, 3C]` the matching
+/// a·i/λ.
+pub fn miller_indices<B: Backend>(
+    directions: Tensor<B, 2>,
+    coef: Tensor<B, 2>,
+    offset: Tensor<B, 2>,
+) -> [Tensor<B, 2>; 3] {
+    let hkl = directions.matmul(coef) - offset;
+    let [r, c3] = hkl.dims();
+    let c = c3 / 3;
+    [0, 1, 2].map(|i| hkl.clone().slice([0..r, i * c..(i + 1) * c]))
+}

@@ -1,0 +1,180 @@
+//! The bridge from host setup to tensors: flat f64 arrays of everything the physics stages
+//! consume, laid out in the shapes the stages expect, and their upload to a device.
+
+use crate::geometry::{axis_rotation, cross, dot, mat_mul, mat_vec, unitize, Mat3, IDENTITY};
+use crate::physics::lattice::LatticeShape;
+use crate::physics::structure_factor::HklTensor;
+use crate::setup::Experiment;
+use burn::tensor::{backend::Backend, Tensor, TensorData};
+
+/// Host arrays for the physics stages (row-major).
+#[derive(Debug, Clone)]
+pub struct Scene {
+    /// Number of sources S and orientations C = S·Φ·M (C's loop order: source, φ, mosaic).
+    pub sources: usize,
+    pub orientations: usize,
+    /// Source index of each orientation `[C]`.
+    pub source_of: Vec<usize>,
+    /// `[3, 3C]`: columns a/λ, then b/λ, then c/λ (m⁻¹ per unit direction... dimensionless·m⁻¹·m).
+    pub coef: Vec<f64>,
+    /// `[3C]`: a·i/λ, b·i/λ, c·i/λ.
+    pub offset: Vec<f64>,
+    /// `[3, S]`: incident unit vectors as columns.
+    pub incident_t: Vec<f64>,
+    /// `[S]`: 1/λ (m⁻¹).
+    pub inv_lambda: Vec<f64>,
+    /// `[3, S]`: E_in and B_in of each source (Kahn frame), as columns.
+    pub e_in_t: Vec<f64>,
+    pub b_in_t: Vec<f64>,
+    /// `[3, 3]` rows f, s, o; `[3]` pix0.
+    pub basis: Vec<f64>,
+    pub pix0: Vec<f64>,
+    pub lattice: LatticeShape,
+}
+
+/// Spindle-then-mosaic rotation of every (φ step, domain), in C's order.
+pub fn crystal_rotations(exp: &Experiment) -> Vec<Mat3> {
+    let mut out = Vec::with_capacity(exp.phi.count * exp.mosaic_umats.len());
+    for p in 0..exp.phi.count {
+        let r_phi = axis_rotation(exp.detector.spindle, exp.phi_at(p));
+        for u in &exp.mosaic_umats {
+            let m = if exp.mosaic_spread > 0.0 {
+                *u
+            } else {
+                IDENTITY
+            };
+            out.push(mat_mul(&m, &r_phi));
+        }
+    }
+    out
+}
+
+impl Scene {
+    /// Lay out an experiment for the stages.
+    pub fn new(exp: &Experiment) -> Self {
+        let rots = crystal_rotations(exp);
+        let s = exp.sources.len();
+        let c = s * rots.len();
+        let lat = &exp.lattice;
+        let mut coef = vec![0.0; 9 * c];
+        let mut offset = vec![0.0; 3 * c];
+        let mut source_of = Vec::with_capacity(c);
+        for (si, src) in exp.sources.iter().enumerate() {
+            for (ri, m) in rots.iter().enumerate() {
+                let ci = si * rots.len() + ri;
+                source_of.push(si);
+                for (vi, v0) in [lat.a, lat.b, lat.c].into_iter().enumerate() {
+                    let v = mat_vec(m, v0);
+                    let col = vi * c + ci;
+                    for axis in 0..3 {
+                        coef[axis * 3 * c + col] = v[axis] / src.lambda;
+                    }
+                    offset[col] = dot(v, src.incident) / src.lambda;
+                }
+            }
+        }
+        let mut incident_t = vec![0.0; 3 * s];
+        let mut e_in_t = vec![0.0; 3 * s];
+        let mut b_in_t = vec![0.0; 3 * s];
+        let p = exp.detector.polar;
+        for (si, src) in exp.sources.iter().enumerate() {
+            let b_in = unitize(cross(p, src.incident)).0;
+            let e_in = unitize(cross(src.incident, b_in)).0;
+            for axis in 0..3 {
+                incident_t[axis * s + si] = src.incident[axis];
+                e_in_t[axis * s + si] = e_in[axis];
+                b_in_t[axis * s + si] = b_in[axis];
+            }
+        }
+        let d = &exp.detector;
+        Self {
+            sources: s,
+            orientations: c,
+            source_of,
+            coef,
+            offset,
+            incident_t,
+            inv_lambda: exp.sources.iter().map(|s| 1.0 / s.lambda).collect(),
+            e_in_t,
+            b_in_t,
+            basis: [d.fdet, d.sdet, d.odet].concat(),
+            pix0: d.pix0.to_vec(),
+            lattice: LatticeShape {
+                shape: exp.shape,
+                n: exp.n_cells,
+                fudge: exp.fudge,
+                recip: [lat.a_star, lat.b_star, lat.c_star],
+            },
+        }
+    }
+}
+
+/// A 2-D tensor from host f64 data (cast to the device's float dtype).
+pub fn tensor2<B: Backend>(data: Vec<f64>, shape: [usize; 2], device: &B::Device) -> Tensor<B, 2> {
+    Tensor::from_data(TensorData::new(data, shape), device)
+}
+
+/// The scene's tensors on a device.
+#[derive(Debug, Clone)]
+pub struct SceneTensors<B: Backend> {
+    /// `[3, 3C]` and `[1, 3C]`, or per orientation block (see [`SceneTensors::block`]).
+    pub coef: Tensor<B, 2>,
+    pub offset: Tensor<B, 2>,
+    pub incident_t: Tensor<B, 2>,
+    pub inv_lambda: Tensor<B, 2>,
+    pub e_in_t: Tensor<B, 2>,
+    pub b_in_t: Tensor<B, 2>,
+    pub basis: Tensor<B, 2>,
+    pub pix0: Tensor<B, 2>,
+    /// `[1, 3]` rows of f, s, beam; `[3, 1]` o.
+    pub fdet: Tensor<B, 2>,
+    pub sdet: Tensor<B, 2>,
+    pub beam: Tensor<B, 2>,
+    pub odet_col: Tensor<B, 2>,
+    pub hkl: Option<HklTensor<B>>,
+}
+
+impl<B: Backend> SceneTensors<B> {
+    /// Upload a scene.
+    pub fn new(scene: &Scene, exp: &Experiment, device: &B::Device) -> Self {
+        let (s, c) = (scene.sources, scene.orientations);
+        let d = &exp.detector;
+        let sf = &exp.structure_factors;
+        Self {
+            coef: tensor2(scene.coef.clone(), [3, 3 * c], device),
+            offset: tensor2(scene.offset.clone(), [1, 3 * c], device),
+            incident_t: tensor2(scene.incident_t.clone(), [3, s], device),
+            inv_lambda: tensor2(scene.inv_lambda.clone(), [1, s], device),
+            e_in_t: tensor2(scene.e_in_t.clone(), [3, s], device),
+            b_in_t: tensor2(scene.b_in_t.clone(), [3, s], device),
+            basis: tensor2(scene.basis.clone(), [3, 3], device),
+            pix0: tensor2(scene.pix0.clone(), [1, 3], device),
+            fdet: tensor2(d.fdet.to_vec(), [1, 3], device),
+            sdet: tensor2(d.sdet.to_vec(), [1, 3], device),
+            beam: tensor2(d.beam.to_vec(), [1, 3], device),
+            odet_col: tensor2(d.odet.to_vec(), [3, 1], device),
+            hkl: sf
+                .grid
+                .as_ref()
+                .filter(|g| g.entries > 0)
+                .map(|g| HklTensor::new(g, sf.default_f, device)),
+        }
+    }
+
+    /// Coefficients of orientations `lo..hi`: (`[3, 3n]`, `[1, 3n]`).
+    pub fn block(&self, lo: usize, hi: usize) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let c = self.coef.dims()[1] / 3;
+        if lo == 0 && hi == c {
+            return (self.coef.clone(), self.offset.clone());
+        }
+        let pick = |t: &Tensor<B, 2>, rows: usize| {
+            Tensor::cat(
+                (0..3)
+                    .map(|v| t.clone().slice([0..rows, v * c + lo..v * c + hi]))
+                    .collect(),
+                1,
+            )
+        };
+        (pick(&self.coef, 3), pick(&self.offset, 1))
+    }
+}

@@ -1,0 +1,210 @@
+//! Crystal lattice: direct and reciprocal vectors from `-cell` and/or `-mat`, misset, N
+//! (physics reference §5.1–5.5).
+
+use crate::config::{CrystalConfig, Misset, Vec3};
+use crate::error::{Error, Result};
+use crate::geometry::{cross, dot, norm, rescale, rotate_xyz, scale, Mat3};
+use crate::rng::{mosaic_rotation, umat_to_misset, Ran1};
+
+/// The resolved crystal lattice at φ = 0 and no mosaic rotation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrystalLattice {
+    /// Direct vectors a, b, c (m).
+    pub a: Vec3,
+    pub b: Vec3,
+    pub c: Vec3,
+    /// Reciprocal vectors a*, b*, c* (Å⁻¹), misset applied; used by the GAUSS/TOPHAT shapes.
+    pub a_star: Vec3,
+    pub b_star: Vec3,
+    pub c_star: Vec3,
+    /// Cell volume (Å³).
+    pub volume: f64,
+    /// Misset angles applied (rad), if any (the random ones are reported by C).
+    pub misset: Option<Vec3>,
+}
+
+/// Reciprocal vectors (Å⁻¹) of a direct cell (Å, rad) in C's default orientation, and the
+/// cell volume (Å³).
+pub fn reciprocal_from_cell(cell: [f64; 6]) -> ([Vec3; 3], f64) {
+    let [a, b, c, alpha, beta, gamma] = cell;
+    let s = (alpha + beta + gamma) / 2.0;
+    let skew = (s.sin() * (s - alpha).sin() * (s - beta).sin() * (s - gamma).sin()).abs();
+    let mut v = 2.0 * a * b * c * skew.sqrt();
+    if v <= 0.0 {
+        v = f64::MIN_POSITIVE;
+    }
+    let vs = 1.0 / v;
+    let guard = |x: f64| {
+        if x <= 0.0 {
+            x.abs().max(f64::MIN_POSITIVE)
+        } else {
+            x
+        }
+    };
+    let a_s = guard(b * c * alpha.sin() * vs);
+    let b_s = guard(c * a * beta.sin() * vs);
+    let c_s = guard(a * b * gamma.sin() * vs);
+    let clamp_cos = |x: f64| if x * x > 1.0 { 1.0 } else { x };
+    let cos_as = clamp_cos((beta.cos() * gamma.cos() - alpha.cos()) / (beta.sin() * gamma.sin()));
+    let cos_bs = clamp_cos((gamma.cos() * alpha.cos() - beta.cos()) / (gamma.sin() * alpha.sin()));
+    let cos_gs = clamp_cos((alpha.cos() * beta.cos() - gamma.cos()) / (alpha.sin() * beta.sin()));
+    let sin_gs = (c * vs / (a_s * b_s)).clamp(-1.0, 1.0);
+    let a_star = [a_s, 0.0, 0.0];
+    let b_star = [b_s * cos_gs, b_s * sin_gs, 0.0];
+    let c_star = [
+        c_s * cos_bs,
+        c_s * (cos_as - cos_bs * cos_gs) / sin_gs,
+        c_s * v / (a * b * c * sin_gs),
+    ];
+    ([a_star, b_star, c_star], v)
+}
+
+/// The time-based seed C uses when none is given.
+pub fn time_seed() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(1)
+}
+
+impl CrystalLattice {
+    /// Build the lattice as C does: cell → reciprocal, `-mat` overrides the reciprocal vectors,
+    /// misset rotates them, then direct and reciprocal vectors are regenerated.
+    /// `lambda0` (m) rescales the MOSFLM matrix.
+    pub fn new(cfg: &CrystalConfig, lambda0: f64) -> Result<Self> {
+        // the cell in Å and rad, with C's defaults for missing values
+        let cell = cfg.cell.map(|[a, b, c, al, be, ga]| {
+            let a = a * 1e10;
+            let b = if b <= 0.0 { a } else { b * 1e10 };
+            let c = if c <= 0.0 { a } else { c * 1e10 };
+            let right = std::f64::consts::FRAC_PI_2;
+            let ang = |x: f64| if x <= 0.0 { right } else { x };
+            [a, b, c, ang(al), ang(be), ang(ga)]
+        });
+        let (mut recip, cell_volume) = match (cell, cfg.matrix) {
+            (None, None) => {
+                return Err(Error::Config(
+                    "a unit cell is required: give -cell or -mat".into(),
+                ))
+            }
+            (Some(cell), _) => {
+                let (r, v) = reciprocal_from_cell(cell);
+                (r, Some(v))
+            }
+            (None, Some(_)) => ([[0.0; 3]; 3], None),
+        };
+        if let Some(m) = cfg.matrix {
+            let k = 1e-10 / lambda0;
+            for (j, v) in recip.iter_mut().enumerate() {
+                *v = [m[0][j] * k, m[1][j] * k, m[2][j] * k];
+            }
+        }
+        let misset = match cfg.misset {
+            Misset::None => None,
+            Misset::Angles(a) => Some(a),
+            Misset::Random => {
+                let seed = cfg.misset_seed.unwrap_or_else(time_seed);
+                let u: Mat3 = mosaic_rotation(90.0, &mut Ran1::new(-seed));
+                Some(umat_to_misset(&u))
+            }
+        };
+        if let Some([mx, my, mz]) = misset {
+            for v in recip.iter_mut() {
+                *v = rotate_xyz(*v, mx, my, mz);
+            }
+        }
+        let [a_s, b_s, c_s] = recip;
+        let mut bc = cross(b_s, c_s);
+        let mut ca = cross(c_s, a_s);
+        let mut ab = cross(a_s, b_s);
+        let mut v_star = dot(a_s, bc);
+        if let (Some(cell), Some(v)) = (cell, cell_volume) {
+            bc = rescale(bc, cell[0] / v);
+            ca = rescale(ca, cell[1] / v);
+            ab = rescale(ab, cell[2] / v);
+            v_star = 1.0 / v;
+        }
+        let v_cell = 1.0 / v_star;
+        if !(v_cell.is_finite() && v_cell != 0.0) {
+            return Err(Error::Config("the unit cell has zero volume".into()));
+        }
+        let a = scale(bc, v_cell);
+        let b = scale(ca, v_cell);
+        let c = scale(ab, v_cell);
+        let a_star = scale(cross(b, c), v_star);
+        let b_star = scale(cross(c, a), v_star);
+        let c_star = scale(cross(a, b), v_star);
+        Ok(Self {
+            a: scale(a, 1e-10),
+            b: scale(b, 1e-10),
+            c: scale(c, 1e-10),
+            a_star,
+            b_star,
+            c_star,
+            volume: v_cell,
+            misset,
+        })
+    }
+
+    /// Cell lengths (Å) and angles (deg), as C prints them.
+    pub fn cell_parameters(&self) -> [f64; 6] {
+        let (a, b, c) = (norm(self.a), norm(self.b), norm(self.c));
+        let ang = |x: Vec3, y: Vec3, nx: f64, ny: f64| {
+            (dot(x, y) / (nx * ny)).clamp(-1.0, 1.0).acos().to_degrees()
+        };
+        [
+            a * 1e10,
+            b * 1e10,
+            c * 1e10,
+            ang(self.b, self.c, b, c),
+            ang(self.a, self.c, a, c),
+            ang(self.a, self.b, a, b),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cubic_cell_is_diagonal() {
+        let cfg = CrystalConfig {
+            cell: Some([
+                100e-10,
+                100e-10,
+                100e-10,
+                90f64.to_radians(),
+                90f64.to_radians(),
+                90f64.to_radians(),
+            ]),
+            ..Default::default()
+        };
+        let x = CrystalLattice::new(&cfg, 1e-10).unwrap();
+        assert!((x.a[0] - 1e-8).abs() < 1e-20 && x.a[1].abs() < 1e-20);
+        assert!((x.c[2] - 1e-8).abs() < 1e-20);
+        assert!((x.a_star[0] - 0.01).abs() < 1e-15);
+        assert!((x.volume - 1e6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn triclinic_metric_is_reproduced() {
+        let (a, b, c) = (70.0, 80.0, 90.0);
+        let (al, be, ga) = (75f64.to_radians(), 85f64.to_radians(), 95f64.to_radians());
+        let cfg = CrystalConfig {
+            cell: Some([a * 1e-10, b * 1e-10, c * 1e-10, al, be, ga]),
+            misset: Misset::Angles([0.1, 0.2, 0.3]),
+            ..Default::default()
+        };
+        let x = CrystalLattice::new(&cfg, 1e-10).unwrap();
+        let p = x.cell_parameters();
+        for (got, want) in p.iter().zip([a, b, c, 75.0, 85.0, 95.0]) {
+            assert!((got - want).abs() < 1e-9, "{p:?}");
+        }
+        // a*·a = 1 (Å units), a*·b = 0
+        let a_ang = scale(x.a, 1e10);
+        let b_ang = scale(x.b, 1e10);
+        assert!((dot(x.a_star, a_ang) - 1.0).abs() < 1e-12);
+        assert!(dot(x.a_star, b_ang).abs() < 1e-12);
+    }
+}

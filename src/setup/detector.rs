@@ -1,0 +1,326 @@
+//! Detector geometry: pixel counts, convention basis vectors, pivot, pix0 and the derived beam
+//! centres, as the C program resolves them (physics reference §2.2, §3, §4).
+
+use crate::config::{Convention, DetectorConfig, Pivot, Vec3};
+use crate::error::{Error, Result};
+use crate::geometry::{add, cross, dot, rotate_axis, rotate_xyz, scale, sub, unitize};
+
+/// The resolved detector, lab frame, SI units (m, rad).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetectorGeometry {
+    pub convention: Convention,
+    /// Pivot actually used (forced by the convention except for CUSTOM).
+    pub pivot: Pivot,
+    pub fpixels: usize,
+    pub spixels: usize,
+    /// Pixel pitch (m).
+    pub pixel_size: f64,
+    /// Detector size along fast / slow (m).
+    pub detsize_f: f64,
+    pub detsize_s: f64,
+    /// Rotated unit basis: fast, slow, normal (away from the sample).
+    pub fdet: Vec3,
+    pub sdet: Vec3,
+    pub odet: Vec3,
+    /// Lab position of the corner of pixel (0,0) (m).
+    pub pix0: Vec3,
+    /// Beam propagation direction b (unit).
+    pub beam: Vec3,
+    /// Polarization E-vector p (unit).
+    pub polar: Vec3,
+    /// Spindle axis u (unit).
+    pub spindle: Vec3,
+    pub twotheta_axis: Vec3,
+    /// b · R_xyz(o₀) (2θ excluded, as C).
+    pub ratio: f64,
+    /// Sample to beam spot along the beam, recomputed (m).
+    pub distance: f64,
+    /// Sample to detector plane (m).
+    pub close_distance: f64,
+    /// Beam-spot and near-point coordinates on the detector (m), recomputed.
+    pub fbeam: f64,
+    pub sbeam: f64,
+    pub fclose: f64,
+    pub sclose: f64,
+    /// Convention-level beam centre and near point (m), as C keeps them (headers only).
+    pub xbeam: f64,
+    pub ybeam: f64,
+    pub xclose: f64,
+    pub yclose: f64,
+    /// XDS origin (pixels).
+    pub orgx: f64,
+    pub orgy: f64,
+    /// DIALS origin (mm).
+    pub dials_origin: Vec3,
+    pub rotx: f64,
+    pub roty: f64,
+    pub rotz: f64,
+    pub twotheta: f64,
+    pub curved: bool,
+    pub point_pixel: bool,
+}
+
+/// Unrotated basis (b, f, s, o, 2θ axis, p, u) of a convention; CUSTOM takes the user's
+/// vectors over its own initial defaults.
+fn convention_basis(cfg: &DetectorConfig) -> [Vec3; 7] {
+    let x = [1.0, 0.0, 0.0];
+    let y = [0.0, 1.0, 0.0];
+    let z = [0.0, 0.0, 1.0];
+    let neg = |v: Vec3| scale(v, -1.0);
+    match cfg.convention {
+        Convention::Mosflm | Convention::Denzo => [x, z, neg(y), x, neg(z), z, z],
+        Convention::Adxv => [z, x, neg(y), z, neg(x), x, x],
+        Convention::Xds => [z, x, y, z, x, x, x],
+        Convention::Dials => [z, x, y, z, y, y, y],
+        Convention::Custom => {
+            let c = &cfg.custom;
+            [
+                c.beam.unwrap_or(x),
+                c.fdet.unwrap_or(z),
+                c.sdet.unwrap_or(neg(y)),
+                c.odet.unwrap_or(x),
+                c.twotheta_axis.unwrap_or(y),
+                c.polar.unwrap_or(z),
+                c.spindle.unwrap_or(z),
+            ]
+        }
+    }
+}
+
+fn unit_or_err(v: Vec3, what: &str) -> Result<Vec3> {
+    let (u, m) = unitize(v);
+    if m == 0.0 || !m.is_finite() {
+        return Err(Error::Config(format!(
+            "the {what} vector must be non-zero and finite"
+        )));
+    }
+    Ok(u)
+}
+
+impl DetectorGeometry {
+    /// Resolve the detector from the user's configuration, in C's order.
+    pub fn new(cfg: &DetectorConfig) -> Result<Self> {
+        let px = cfg.pixel_size;
+        if !(px > 0.0 && px.is_finite()) {
+            return Err(Error::flag("-pixel", "pixel size must be positive"));
+        }
+        let mut detsize_f = cfg.detsize_f;
+        let mut detsize_s = cfg.detsize_s;
+        if let Some(n) = cfg.fpixels.filter(|&n| n > 0) {
+            detsize_f = px * n as f64;
+        }
+        if let Some(n) = cfg.spixels.filter(|&n| n > 0) {
+            detsize_s = px * n as f64;
+        }
+        let fpixels = (detsize_f / px - 0.5).ceil();
+        let spixels = (detsize_s / px - 0.5).ceil();
+        if !(fpixels >= 1.0 && spixels >= 1.0) {
+            return Err(Error::flag("-detpixels", "the detector has no pixels"));
+        }
+        let (fpixels, spixels) = (fpixels as usize, spixels as usize);
+
+        // near point and beam-centre defaults
+        let mut fclose = cfg.orgx.map(|o| (o - 0.5) * px).unwrap_or(detsize_f / 2.0);
+        let mut sclose = cfg.orgy.map(|o| (o - 0.5) * px).unwrap_or(detsize_s / 2.0);
+        let xclose = cfg.xclose.unwrap_or(fclose);
+        let yclose = cfg.yclose.unwrap_or(sclose);
+
+        // convention block
+        let (xbeam, ybeam, fbeam, sbeam, pivot);
+        match cfg.convention {
+            Convention::Adxv => {
+                xbeam = cfg.xbeam.unwrap_or((detsize_f + px) / 2.0);
+                ybeam = cfg.ybeam.unwrap_or((detsize_s - px) / 2.0);
+                fbeam = xbeam;
+                sbeam = detsize_s - ybeam;
+                pivot = Pivot::Beam;
+            }
+            Convention::Mosflm | Convention::Denzo => {
+                xbeam = cfg.xbeam.unwrap_or((detsize_s + px) / 2.0);
+                ybeam = cfg.ybeam.unwrap_or((detsize_f + px) / 2.0);
+                let half = if cfg.convention == Convention::Mosflm {
+                    0.5 * px
+                } else {
+                    0.0
+                };
+                fbeam = ybeam + half;
+                sbeam = xbeam + half;
+                pivot = Pivot::Beam;
+            }
+            Convention::Xds | Convention::Dials => {
+                xbeam = cfg.xbeam.unwrap_or(xclose);
+                ybeam = cfg.ybeam.unwrap_or(yclose);
+                fbeam = xbeam;
+                sbeam = ybeam;
+                pivot = Pivot::Sample;
+            }
+            Convention::Custom => {
+                xbeam = cfg.xbeam.unwrap_or(xclose);
+                ybeam = cfg.ybeam.unwrap_or(yclose);
+                fbeam = xbeam;
+                sbeam = ybeam;
+                fclose = xbeam;
+                sclose = ybeam;
+                pivot = cfg.pivot;
+            }
+        }
+
+        let [b, f0, s0, o0, tt_axis, p, u] = convention_basis(cfg);
+        let beam = unit_or_err(b, "beam")?;
+        let f0 = unit_or_err(f0, "fdet")?;
+        let s0 = unit_or_err(s0, "sdet")?;
+        let (o_unit, o_len) = unitize(o0);
+        // C rebuilds o = f × s when the given normal is not a unit vector
+        let o0 = if o_len != 1.0 {
+            unitize(cross(f0, s0)).0
+        } else {
+            o_unit
+        };
+        let polar = unit_or_err(p, "polar")?;
+        let spindle = unit_or_err(u, "spindle")?;
+        // deliberate difference: C does not normalise the 2θ axis (see docs/differences.md)
+        let twotheta_axis = unit_or_err(tt_axis, "twotheta_axis")?;
+
+        let (rx, ry, rz, tt) = (cfg.rotx, cfg.roty, cfg.rotz, cfg.twotheta);
+        let orient = |v: Vec3| rotate_axis(rotate_xyz(v, rx, ry, rz), twotheta_axis, tt);
+
+        let mut ratio = dot(beam, rotate_xyz(o0, rx, ry, rz));
+        if ratio == 0.0 {
+            ratio = f64::MIN_POSITIVE;
+        }
+        let close0 = cfg.close_distance.unwrap_or((ratio * cfg.distance).abs());
+        let distance0 = close0 / ratio;
+
+        let pix0_sample = orient(add(
+            add(scale(f0, -fclose), scale(s0, -sclose)),
+            scale(o0, close0),
+        ));
+        let (fdet, sdet, odet) = (orient(f0), orient(s0), orient(o0));
+        let pix0 = match pivot {
+            Pivot::Sample => pix0_sample,
+            Pivot::Beam => add(
+                add(scale(fdet, -fbeam), scale(sdet, -sbeam)),
+                scale(beam, distance0),
+            ),
+        };
+
+        let fclose = -dot(pix0, fdet);
+        let sclose = -dot(pix0, sdet);
+        let close_distance = dot(pix0, odet);
+        let spot = sub(scale(beam, close_distance / ratio), pix0);
+        let dials_origin = [1000.0 * pix0[2], 1000.0 * pix0[1], -1000.0 * pix0[0]];
+        Ok(Self {
+            convention: cfg.convention,
+            pivot,
+            fpixels,
+            spixels,
+            pixel_size: px,
+            detsize_f,
+            detsize_s,
+            fdet,
+            sdet,
+            odet,
+            pix0,
+            beam,
+            polar,
+            spindle,
+            twotheta_axis,
+            ratio,
+            distance: close_distance / ratio,
+            close_distance,
+            fbeam: dot(spot, fdet),
+            sbeam: dot(spot, sdet),
+            fclose,
+            sclose,
+            xbeam,
+            ybeam,
+            xclose,
+            yclose,
+            orgx: fclose / px + 0.5,
+            orgy: sclose / px + 0.5,
+            dials_origin,
+            rotx: rx,
+            roty: ry,
+            rotz: rz,
+            twotheta: tt,
+            curved: cfg.curved,
+            point_pixel: cfg.point_pixel,
+        })
+    }
+
+    /// Number of pixels.
+    pub fn pixels(&self) -> usize {
+        self.fpixels * self.spixels
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: Vec3, b: Vec3) -> bool {
+        (0..3).all(|i| (a[i] - b[i]).abs() < 1e-12)
+    }
+
+    #[test]
+    fn mosflm_reference_pix0() {
+        // AT-GEO-001: px 0.1 mm, distance 100 mm, Xbeam = Ybeam = 51.2 mm → pix0 = (0.1, 0.05125, −0.05125)
+        let cfg = DetectorConfig {
+            xbeam: Some(51.2e-3),
+            ybeam: Some(51.2e-3),
+            ..Default::default()
+        };
+        let d = DetectorGeometry::new(&cfg).unwrap();
+        assert_eq!((d.fpixels, d.spixels), (1024, 1024));
+        assert!(close(d.pix0, [0.1, 0.05125, -0.05125]), "{:?}", d.pix0);
+        // default centre: pix0 = (0.1, 0.0513, −0.0513)
+        let d = DetectorGeometry::new(&DetectorConfig::default()).unwrap();
+        assert!(close(d.pix0, [0.1, 0.0513, -0.0513]), "{:?}", d.pix0);
+    }
+
+    #[test]
+    fn xds_ignores_xbeam() {
+        let cfg = DetectorConfig {
+            convention: Convention::Xds,
+            xbeam: Some(10e-3),
+            ybeam: Some(20e-3),
+            ..Default::default()
+        };
+        let d = DetectorGeometry::new(&cfg).unwrap();
+        assert!(close(d.pix0, [-0.0512, -0.0512, 0.1]), "{:?}", d.pix0);
+        assert_eq!(d.pivot, Pivot::Sample);
+    }
+
+    #[test]
+    fn sixteen_pixel_header_values() {
+        // reference §4.5: 16-pixel default detector
+        let cfg = DetectorConfig {
+            fpixels: Some(16),
+            spixels: Some(16),
+            ..Default::default()
+        };
+        let d = DetectorGeometry::new(&cfg).unwrap();
+        assert!((d.xbeam - 0.85e-3).abs() < 1e-15);
+        assert!((d.orgx - 9.5).abs() < 1e-9);
+        assert!(
+            close(d.dials_origin, [-0.9, 0.9, -100.0].map(|x| x)),
+            "{:?}",
+            d.dials_origin
+        );
+    }
+
+    #[test]
+    fn twotheta_moves_reported_beam_centre() {
+        // reference §4.5: MOSFLM, 64 px, -twotheta 10: Sbeam 3.3 mm → 3.564 mm
+        let cfg = DetectorConfig {
+            fpixels: Some(64),
+            spixels: Some(64),
+            twotheta: 10f64.to_radians(),
+            pivot: Pivot::Sample,
+            ..Default::default()
+        };
+        let d = DetectorGeometry::new(&cfg).unwrap();
+        assert_eq!(d.pivot, Pivot::Beam);
+        assert!((d.sbeam - 3.564e-3).abs() < 1e-6, "{}", d.sbeam);
+    }
+}

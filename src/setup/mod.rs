@@ -1,0 +1,381 @@
+//! Host-side setup: everything the C program resolves before its pixel loop, in its order.
+//!
+//! [`Experiment::new`] turns a [`SimConfig`] (what the user asked for) into resolved, derived
+//! quantities in f64: detector geometry, sampling counts, crystal vectors, sources, mosaic
+//! rotations, structure factors. Nothing here is differentiated; the physics stages take it
+//! from here as tensors.
+
+pub mod crystal;
+pub mod detector;
+pub mod sampling;
+pub mod sources;
+
+use crate::config::{CrystalShape, HklSource, Roi, SimConfig};
+use crate::error::{Error, Result};
+use crate::geometry::{norm, Mat3, IDENTITY};
+use crate::io::hkl::HklGrid;
+use crate::rng::{mosaic_rotation, Ran1};
+pub use crystal::CrystalLattice;
+pub use detector::DetectorGeometry;
+pub use sampling::Sweep;
+pub use sources::Source;
+
+/// Classical electron radius squared (m²).
+pub const R_E_SQR: f64 = 7.94079248018965e-30;
+/// Avogadro's number (1/mol).
+pub const AVOGADRO: f64 = 6.02214179e23;
+/// Forward structure factor and molar mass (g/mol) of water, for the background.
+pub const WATER_F: f64 = 2.57;
+pub const WATER_MW: f64 = 18.0;
+
+/// Structure factors: a dense HKL grid (if any) and the value outside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructureFactors {
+    pub grid: Option<HklGrid>,
+    pub default_f: f64,
+    /// Tricubic interpolation (C's rules applied; off when there is no grid).
+    pub interpolate: bool,
+}
+
+/// Sensor layers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sensor {
+    /// Total thickness (m) and layer step (m).
+    pub thickness: f64,
+    pub layers: usize,
+    pub step: f64,
+    /// Attenuation coefficient (1/m).
+    pub mu: f64,
+}
+
+/// Everything resolved on the host, ready for the physics stages.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub detector: DetectorGeometry,
+    pub sensor: Sensor,
+    /// Sub-pixels per axis, and the automatic recommendation.
+    pub oversample: usize,
+    pub recommended_oversample: usize,
+    pub oversample_thick: bool,
+    pub oversample_polar: bool,
+    pub oversample_omega: bool,
+    /// Inclusive pixel bounds (fast = x, slow = y).
+    pub roi: Roi,
+    /// Mask (fast-major), 0 = skip.
+    pub mask: Option<Vec<u16>>,
+    pub lattice: CrystalLattice,
+    /// Unit cells along a, b, c.
+    pub n_cells: [f64; 3],
+    pub shape: CrystalShape,
+    pub fudge: f64,
+    /// Spindle start and step (rad), step count, oscillation (rad).
+    pub phi0: f64,
+    pub phi: Sweep,
+    /// Mosaic spread (rad) and one rotation per domain (domain 0 is the identity).
+    pub mosaic_spread: f64,
+    pub mosaic_umats: Vec<Mat3>,
+    pub sources: Vec<Source>,
+    pub hdiv: Sweep,
+    pub vdiv: Sweep,
+    pub disp: Sweep,
+    pub lambda0: f64,
+    pub structure_factors: StructureFactors,
+    /// Kahn factor, and whether polarization is off.
+    pub polarization: f64,
+    pub nopolar: bool,
+    pub fluence: f64,
+    pub flux: f64,
+    pub exposure: f64,
+    pub beamsize: f64,
+    /// Resolution cut (m), 0 = off.
+    pub dmin: f64,
+    pub water_size: f64,
+    /// Water background added to every pixel's accumulator (photons/sr before scaling).
+    pub i_bg: f64,
+    /// sources · domains · φ steps · oversample².
+    pub steps: usize,
+    /// Warnings C would print.
+    pub warnings: Vec<String>,
+}
+
+impl Experiment {
+    /// Resolve a configuration. `structure_factors` loads the HKL file or `Fdump.bin`.
+    pub fn new(cfg: &SimConfig) -> Result<Self> {
+        let sf = load_structure_factors(cfg)?;
+        Self::with_structure_factors(cfg, sf)
+    }
+
+    /// Resolve a configuration with an already-loaded HKL grid (or none).
+    pub fn with_structure_factors(cfg: &SimConfig, grid: Option<HklGrid>) -> Result<Self> {
+        let mut warnings = Vec::new();
+        let (beam_cfg, xtal_cfg, samp) = (&cfg.beam, &cfg.crystal, &cfg.sampling);
+        let lambda0 = beam_cfg.lambda0;
+        if !(lambda0 > 0.0 && lambda0.is_finite()) {
+            return Err(Error::flag("-lambda", "wavelength must be positive"));
+        }
+        let has_data = grid.as_ref().is_some_and(|g| g.entries > 0);
+        if !has_data && xtal_cfg.default_f == 0.0 {
+            return Err(Error::Config(
+                "no structure factors: give -hkl FILE, keep an Fdump.bin in the working directory, or set -default_F".into(),
+            ));
+        }
+
+        // fluence from flux, sample clipped by the beam
+        let mut fluence = beam_cfg.fluence;
+        let (flux, exposure, beamsize) = (beam_cfg.flux, beam_cfg.exposure, beam_cfg.beamsize);
+        if flux != 0.0 && exposure > 0.0 && beamsize >= 0.0 {
+            if beamsize == 0.0 {
+                return Err(Error::flag(
+                    "-beamsize",
+                    "a zero beam size with -flux gives an infinite fluence",
+                ));
+            }
+            fluence = flux * exposure / (beamsize * beamsize);
+        }
+        let (mut sample_y, mut sample_z) = (xtal_cfg.sample_y, xtal_cfg.sample_z);
+        if beamsize >= 0.0 {
+            if beamsize < sample_y {
+                warnings.push(format!(
+                    "clipping sample ({sample_y} m high) with beam ({beamsize} m)"
+                ));
+                sample_y = beamsize;
+            }
+            if beamsize < sample_z {
+                warnings.push(format!(
+                    "clipping sample ({sample_z} m wide) with beam ({beamsize} m)"
+                ));
+                sample_z = beamsize;
+            }
+        }
+        let flux = if exposure > 0.0 {
+            fluence / exposure * beamsize * beamsize
+        } else {
+            flux
+        };
+
+        let detector = DetectorGeometry::new(&cfg.detector)?;
+        let roi = resolve_roi(cfg, &detector)?;
+        let mask = match &cfg.detector.mask {
+            Some(m) if m.len() != detector.pixels() => {
+                return Err(Error::flag(
+                    "-mask",
+                    format!(
+                        "mask has {} pixels but the detector has {}",
+                        m.len(),
+                        detector.pixels()
+                    ),
+                ))
+            }
+            m => m.clone(),
+        };
+
+        // sampling
+        let phi = sampling::phi_sweep(xtal_cfg.phisteps, xtal_cfg.osc, xtal_cfg.phistep);
+        let hdiv =
+            sampling::spread_sweep(beam_cfg.hdivsteps, beam_cfg.hdivrange, beam_cfg.hdivstep);
+        let vdiv =
+            sampling::spread_sweep(beam_cfg.vdivsteps, beam_cfg.vdivrange, beam_cfg.vdivstep);
+        let disp = sampling::spread_sweep(beam_cfg.dispsteps, Some(beam_cfg.dispersion), None);
+        let det = &cfg.detector;
+        let thick = sampling::thickness_sweep(det.thicksteps, det.thickness, det.thickstep);
+        let mut mu = det.mu.unwrap_or(-1.0);
+        if thick.range > 0.0 && mu < 0.0 {
+            mu = 1.0 / thick.range;
+            warnings.push(format!("setting detector attenuation depth to {mu} m"));
+        }
+        let sensor = Sensor {
+            thickness: thick.range,
+            layers: thick.count,
+            step: thick.step,
+            mu,
+        };
+        let (domains, mosaic_spread, mosaic_warning) =
+            sampling::mosaic_domains(xtal_cfg.mosaic_domains, xtal_cfg.mosaic_spread);
+        warnings.extend(mosaic_warning.map(String::from));
+
+        // interpolation: C decides from the N given on the command line, before N is final
+        let interpolate = match xtal_cfg.interpolate {
+            Some(on) => on,
+            None => xtal_cfg.na <= 2.0 || xtal_cfg.nb <= 2.0 || xtal_cfg.nc <= 2.0,
+        } && has_data;
+
+        let lattice = CrystalLattice::new(xtal_cfg, lambda0)?;
+        let n_from = |size: f64, n: f64, v: &[f64; 3]| {
+            let n = if size > 0.0 {
+                (size / norm(*v)).ceil()
+            } else {
+                n
+            };
+            if n <= 1.0 {
+                1.0
+            } else {
+                n
+            }
+        };
+        let n_cells = [
+            n_from(xtal_cfg.sample_x, xtal_cfg.na, &lattice.a),
+            n_from(sample_y, xtal_cfg.nb, &lattice.b),
+            n_from(sample_z, xtal_cfg.nc, &lattice.c),
+        ];
+        let xtal_max = [
+            norm(lattice.a) * n_cells[0],
+            norm(lattice.b) * n_cells[1],
+            norm(lattice.c) * n_cells[2],
+        ]
+        .into_iter()
+        .fold(0.0, f64::max);
+        let reciprocal_pixel = lambda0 * detector.distance / detector.pixel_size;
+        let recommended = ((3.0 * xtal_max / reciprocal_pixel).ceil() as i64).max(1) as usize;
+        let oversample = match samp.oversample {
+            Some(n) if n > 0 => n as usize,
+            _ => recommended,
+        };
+        if oversample < recommended {
+            warnings.push(format!(
+                "maximum dimension of sample is {} A but reciprocal pixel size is {} A: recommend -oversample {recommended}",
+                xtal_max * 1e10,
+                reciprocal_pixel * 1e10
+            ));
+        }
+
+        let sources = match &beam_cfg.sources {
+            Some(rows) => sources::from_rows(rows, detector.beam, lambda0)?,
+            None => sources::generate(
+                detector.beam,
+                detector.polar,
+                lambda0,
+                hdiv,
+                vdiv,
+                beam_cfg.round_div,
+                disp,
+            ),
+        };
+        if sources.is_empty() {
+            return Err(Error::Config(
+                "no sources survive the divergence trimming".into(),
+            ));
+        }
+
+        let mut rng = Ran1::new(-xtal_cfg.mosaic_seed);
+        let mosaic_umats = (0..domains)
+            .map(|m| {
+                let u = mosaic_rotation(mosaic_spread, &mut rng);
+                if m == 0 {
+                    IDENTITY
+                } else {
+                    u
+                }
+            })
+            .collect();
+
+        let water_size = samp.water_size;
+        let i_bg =
+            WATER_F * WATER_F * R_E_SQR * fluence * water_size.powi(3) * 1e6 * AVOGADRO / WATER_MW;
+        let steps = sources.len() * domains * phi.count * oversample * oversample;
+
+        Ok(Self {
+            detector,
+            sensor,
+            oversample,
+            recommended_oversample: recommended,
+            oversample_thick: samp.oversample_thick,
+            oversample_polar: samp.oversample_polar,
+            oversample_omega: samp.oversample_omega,
+            roi,
+            mask,
+            lattice,
+            n_cells,
+            shape: xtal_cfg.shape,
+            fudge: xtal_cfg.fudge,
+            phi0: xtal_cfg.phi0,
+            phi,
+            mosaic_spread,
+            mosaic_umats,
+            sources,
+            hdiv,
+            vdiv,
+            disp,
+            lambda0,
+            structure_factors: StructureFactors {
+                grid,
+                default_f: xtal_cfg.default_f,
+                interpolate,
+            },
+            polarization: beam_cfg.polarization,
+            nopolar: beam_cfg.nopolar,
+            fluence,
+            flux,
+            exposure,
+            beamsize,
+            dmin: samp.dmin,
+            water_size,
+            i_bg,
+            steps,
+            warnings,
+        })
+    }
+
+    /// Indices (slow·fpixels + fast) of the pixels that are rendered: inside the ROI, not masked.
+    pub fn active_pixels(&self) -> Vec<usize> {
+        let (nf, ns) = (self.detector.fpixels as i64, self.detector.spixels as i64);
+        let r = self.roi;
+        let mut out = Vec::new();
+        for s in r.ymin.max(0)..=r.ymax.min(ns - 1) {
+            for f in r.xmin.max(0)..=r.xmax.min(nf - 1) {
+                let idx = (s * nf + f) as usize;
+                if self.mask.as_ref().is_none_or(|m| m[idx] != 0) {
+                    out.push(idx);
+                }
+            }
+        }
+        out
+    }
+
+    /// Spindle angle of step `i` (rad).
+    pub fn phi_at(&self, i: usize) -> f64 {
+        self.phi0 + self.phi.step * i as f64
+    }
+}
+
+fn resolve_roi(cfg: &SimConfig, det: &DetectorGeometry) -> Result<Roi> {
+    let full = Roi {
+        xmin: 0,
+        xmax: det.fpixels as i64,
+        ymin: 0,
+        ymax: det.spixels as i64,
+    };
+    let Some(r) = cfg.detector.roi else {
+        return Ok(full);
+    };
+    // C replaces negative bounds by the defaults
+    let roi = Roi {
+        xmin: if r.xmin < 0 { full.xmin } else { r.xmin },
+        xmax: if r.xmax < 0 { full.xmax } else { r.xmax },
+        ymin: if r.ymin < 0 { full.ymin } else { r.ymin },
+        ymax: if r.ymax < 0 { full.ymax } else { r.ymax },
+    };
+    if roi.xmin > roi.xmax || roi.ymin > roi.ymax {
+        return Err(Error::flag(
+            "-roi",
+            format!("empty region {} {} {} {}", r.xmin, r.xmax, r.ymin, r.ymax),
+        ));
+    }
+    Ok(roi)
+}
+
+/// Load the structure factors named by the configuration: the HKL file, or `Fdump.bin` in the
+/// working directory when no file is given (as C), or nothing.
+pub fn load_structure_factors(cfg: &SimConfig) -> Result<Option<HklGrid>> {
+    match &cfg.crystal.hkl {
+        HklSource::File(path) => crate::io::hkl::read_hkl(path, cfg.crystal.default_f).map(Some),
+        HklSource::FdumpIfPresent => {
+            let p = std::path::Path::new("Fdump.bin");
+            if p.exists() {
+                crate::io::fdump::read_fdump(p).map(Some)
+            } else {
+                Ok(None)
+            }
+        }
+        HklSource::None => Ok(None),
+    }
+}

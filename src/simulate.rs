@@ -1,0 +1,440 @@
+//! The simulator: composes the physics stages over chunks of pixels, with bounded memory, on
+//! any burn backend, and assembles the image.
+//!
+//! Work is split into chunks of rendered pixels (ROI and mask applied) sized from a memory
+//! budget; each chunk evaluates all its sub-pixel samples × orientations as tensors. Worker
+//! threads (one per core by default) take chunks in order. Within a chunk the orientation axis
+//! is split into blocks when needed, so memory is bounded by the budget, not by the number of
+//! sources, φ steps or mosaic domains.
+
+use crate::error::{Error, Result};
+use crate::physics::detector::{
+    capture_fraction, curved_positions, diffracted_directions, pixel_positions, solid_angle,
+};
+use crate::physics::lattice::lattice_factor;
+use crate::physics::polarization::kahn_factor;
+use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
+use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
+use crate::scene::{tensor2, Scene, SceneTensors};
+use crate::setup::{Experiment, R_E_SQR};
+use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, TensorData};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Bytes assumed per element of a `[samples, orientations]` intermediate, summed over the
+/// tensors alive at once (conservative, f64).
+const BYTES_PER_ELEMENT: usize = 8 * 24;
+/// Default memory budget for intermediates (bytes).
+pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
+
+/// Progress callback: (pixels done, pixels in total).
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
+
+/// How to run a render.
+#[derive(Clone)]
+pub struct RenderOptions {
+    /// Budget for intermediate tensors, all threads together (bytes).
+    pub memory_budget: usize,
+    /// Worker threads (default: available cores).
+    pub threads: usize,
+    pub progress: Option<Progress>,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        Self {
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RenderOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RenderOptions")
+            .field("memory_budget", &self.memory_budget)
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+/// A rendered image: photons per pixel, fast-major (`slow·fpixels + fast`), 0 outside the ROI
+/// and in masked pixels, stored as f32 like C's float image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    pub fpixels: usize,
+    pub spixels: usize,
+    pub data: Vec<f32>,
+    /// Σω over all rendered samples, as C accumulates it for its solid-angle printout (sr).
+    pub omega_sum: f64,
+    /// Whether tricubic interpolation fell back to nearest neighbour (C's warning).
+    pub interpolation_fell_back: bool,
+}
+
+/// Per-chunk output.
+struct ChunkOut {
+    values: Vec<f64>,
+    omega_sum: f64,
+    /// Tricubic evaluation met an out-of-range point (later chunks must use nearest).
+    out_of_range: bool,
+    tricubic: bool,
+}
+
+/// How chunks and orientation blocks are sized.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    pixels_per_chunk: usize,
+    block: usize,
+}
+
+fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) -> Plan {
+    let rpp = exp.sensor.layers * exp.oversample * exp.oversample;
+    let c = scene.orientations;
+    let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
+    let elements = per_worker / BYTES_PER_ELEMENT;
+    let sequential = exp.oversample_thick
+        || exp.oversample_polar
+        || exp.oversample_omega
+        || exp.structure_factors.interpolate;
+    let block = if sequential {
+        c
+    } else {
+        c.min((elements / rpp).max(1))
+    };
+    let width = block.max(scene.sources).max(4);
+    let by_memory = (elements / (rpp * width)).max(1);
+    // enough chunks to balance the workers and report progress
+    let balance = active.div_ceil(8 * opts.threads.max(1)).max(64);
+    Plan {
+        pixels_per_chunk: by_memory.min(balance).max(1),
+        block,
+    }
+}
+
+/// Render the image on backend `B`.
+pub fn render<B: Backend>(
+    exp: &Experiment,
+    opts: &RenderOptions,
+    device: &B::Device,
+) -> Result<Image> {
+    let scene = Scene::new(exp);
+    let active = exp.active_pixels();
+    let plan = plan(exp, &scene, active.len(), opts);
+    let chunks: Vec<&[usize]> = active.chunks(plan.pixels_per_chunk).collect();
+    let interpolate = exp.structure_factors.interpolate;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let oor_chunk = AtomicUsize::new(usize::MAX);
+    let results: Mutex<Vec<Option<Result<ChunkOut>>>> =
+        Mutex::new((0..chunks.len()).map(|_| None).collect());
+    let threads = opts.threads.clamp(1, chunks.len().max(1));
+
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let st = SceneTensors::<B>::new(&scene, exp, device);
+                loop {
+                    let j = next.fetch_add(1, Ordering::SeqCst);
+                    if j >= chunks.len() {
+                        break;
+                    }
+                    let tri = interpolate && j < oor_chunk.load(Ordering::SeqCst);
+                    let out = render_chunk(exp, &scene, &st, chunks[j], tri, plan.block, device);
+                    if let Ok(o) = &out {
+                        if o.out_of_range {
+                            oor_chunk.fetch_min(j, Ordering::SeqCst);
+                        }
+                    }
+                    results.lock().expect("no worker panicked")[j] = Some(out);
+                    let d = done.fetch_add(chunks[j].len(), Ordering::SeqCst) + chunks[j].len();
+                    if let Some(p) = &opts.progress {
+                        p(d, active.len());
+                    }
+                }
+            });
+        }
+    });
+
+    let mut results: Vec<ChunkOut> = results
+        .into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::Config("chunk not rendered".into()))))
+        .collect::<Result<_>>()?;
+    // C turns interpolation off for good at the first out-of-range point: chunks after it
+    // that were rendered with tricubic interpolation are redone with nearest neighbour.
+    let first_oor = oor_chunk.load(Ordering::SeqCst);
+    if first_oor != usize::MAX {
+        let st = SceneTensors::<B>::new(&scene, exp, device);
+        for j in first_oor + 1..chunks.len() {
+            if results[j].tricubic {
+                results[j] = render_chunk(exp, &scene, &st, chunks[j], false, plan.block, device)?;
+            }
+        }
+    }
+
+    let d = &exp.detector;
+    let mut data = vec![0.0f32; d.pixels()];
+    let mut omega_sum = 0.0;
+    for (chunk, out) in chunks.iter().zip(&results) {
+        for (&idx, &v) in chunk.iter().zip(&out.values) {
+            data[idx] = v as f32;
+        }
+        omega_sum += out.omega_sum;
+    }
+    Ok(Image {
+        fpixels: d.fpixels,
+        spixels: d.spixels,
+        data,
+        omega_sum,
+        interpolation_fell_back: first_oor != usize::MAX,
+    })
+}
+
+/// Sub-pixel sample coordinates (Fdet, Sdet, Odet) `[R·3]` (m) and layer indices `[R]` of
+/// `pixels`, in C's order (layer, sub-slow, sub-fast).
+fn sample_coordinates(exp: &Experiment, pixels: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    let d = &exp.detector;
+    let os = exp.oversample;
+    let sub = d.pixel_size / os as f64;
+    let rpp = exp.sensor.layers * os * os;
+    let mut coords = Vec::with_capacity(pixels.len() * rpp * 3);
+    let mut layer = Vec::with_capacity(pixels.len() * rpp);
+    for &idx in pixels {
+        let (sp, fp) = (idx / d.fpixels, idx % d.fpixels);
+        for t in 0..exp.sensor.layers {
+            for ss in 0..os {
+                for sf in 0..os {
+                    coords.push(sub * (fp * os + sf) as f64 + sub / 2.0);
+                    coords.push(sub * (sp * os + ss) as f64 + sub / 2.0);
+                    coords.push(t as f64 * exp.sensor.step);
+                    layer.push(t as f64);
+                }
+            }
+        }
+    }
+    (coords, layer)
+}
+
+/// `[R, S]` → `[R, n]` by picking, for each orientation `lo..hi`, its source's column.
+fn per_orientation<B: Backend>(
+    t: &Tensor<B, 2>,
+    scene: &Scene,
+    lo: usize,
+    hi: usize,
+    device: &B::Device,
+) -> Tensor<B, 2> {
+    if scene.sources == 1 {
+        let r = t.dims()[0];
+        return t.clone().expand([r, hi - lo]);
+    }
+    let idx: Vec<i64> = scene.source_of[lo..hi].iter().map(|&s| s as i64).collect();
+    let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [hi - lo]), device);
+    t.clone().select(1, idx)
+}
+
+fn scalar<B: Backend, const D: usize>(t: Tensor<B, D>) -> f64 {
+    t.sum().into_scalar().elem::<f64>()
+}
+
+/// Render one chunk of pixels; returns one value per pixel (photons).
+fn render_chunk<B: Backend>(
+    exp: &Experiment,
+    scene: &Scene,
+    st: &SceneTensors<B>,
+    pixels: &[usize],
+    tri: bool,
+    block: usize,
+    device: &B::Device,
+) -> Result<ChunkOut> {
+    let det = &exp.detector;
+    let os = exp.oversample;
+    let rpp = exp.sensor.layers * os * os;
+    let p = pixels.len();
+    let r = p * rpp;
+    let (coords, layer) = sample_coordinates(exp, pixels);
+
+    // detector stages, [R, ·]
+    let mut pos = pixel_positions(
+        tensor2(coords, [r, 3], device),
+        st.basis.clone(),
+        st.pix0.clone(),
+    );
+    if det.curved {
+        pos = curved_positions(
+            pos,
+            st.beam.clone(),
+            st.fdet.clone(),
+            st.sdet.clone(),
+            det.distance,
+        );
+    }
+    let (dir, airpath) = diffracted_directions(pos);
+    let omega = solid_angle(airpath, det.pixel_size, det.close_distance, det.point_pixel);
+    let capture = if exp.sensor.thickness > 0.0 {
+        let layer = tensor2(layer, [r, 1], device);
+        capture_fraction(
+            dir.clone(),
+            st.odet_col.clone(),
+            layer,
+            exp.sensor.step,
+            exp.sensor.mu,
+        )
+    } else {
+        omega.ones_like()
+    };
+
+    // per source, [R, S]
+    let cos2t = cos_two_theta(dir.clone(), st.incident_t.clone());
+    let keep: Option<Tensor<B, 2>> = (exp.dmin > 0.0).then(|| {
+        stol(cos2t.clone(), st.inv_lambda.clone())
+            .lower_equal_elem(0.5 / exp.dmin)
+            .float()
+    });
+    let polar: Option<Tensor<B, 2>> = (!exp.nopolar).then(|| {
+        let e = dir.clone().matmul(st.e_in_t.clone());
+        let b = dir.clone().matmul(st.b_in_t.clone());
+        kahn_factor(cos2t.clone(), e, b, exp.polarization)
+    });
+
+    let flags = exp.oversample_thick || exp.oversample_polar || exp.oversample_omega;
+    let water = exp.water_size != 0.0;
+    let c = scene.orientations;
+    let mut bragg = omega.zeros_like(); // [R, 1]
+    let mut weighted: Option<(Tensor<B, 2>, Tensor<B, 2>)> = None; // flag path: (terms, factors) [R, C]
+    let mut out_of_range = false;
+    let mut lo = 0;
+    while lo < c {
+        let hi = (lo + block).min(c);
+        let (coef, offset) = st.block(lo, hi);
+        let hkl = miller_indices(dir.clone(), coef, offset);
+        let f_latt = lattice_factor(&hkl, &scene.lattice);
+        // which terms C evaluates: survived dmin and (F_latt ≠ 0 or water)
+        let mut valid: Option<Tensor<B, 2>> = keep
+            .as_ref()
+            .map(|k| per_orientation(k, scene, lo, hi, device));
+        if !water && (flags || tri) {
+            let nz = f_latt.clone().not_equal_elem(0.0).float();
+            valid = Some(match valid {
+                Some(v) => v * nz,
+                None => nz,
+            });
+        }
+        let f_cell: Option<Tensor<B, 2>> = match &st.hkl {
+            None => None,
+            Some(grid) if tri => {
+                let mut cand: Tensor<B, 2, Bool> = tricubic_out_of_range(&hkl, grid);
+                if let Some(v) = &valid {
+                    cand = cand.bool_and(v.clone().greater_elem(0.0));
+                }
+                let interpolated = tricubic(&hkl, grid);
+                if scalar(cand.clone().float()) > 0.0 {
+                    // C switches to nearest neighbour from the first such term on, in loop order
+                    out_of_range = true;
+                    let [rr, cc] = cand.dims();
+                    let order =
+                        Tensor::<B, 1, Int>::arange(0..(rr * cc) as i64, device).reshape([rr, cc]);
+                    let first = order
+                        .clone()
+                        .mask_fill(cand.bool_not(), i64::MAX)
+                        .min()
+                        .into_scalar()
+                        .elem::<i64>();
+                    let before = order.lower_elem(first);
+                    Some(nearest(&hkl, grid).mask_where(before, interpolated))
+                } else {
+                    Some(interpolated)
+                }
+            }
+            Some(grid) => Some(nearest(&hkl, grid)),
+        };
+        let mut term = f_latt.powi_scalar(2);
+        term = match f_cell {
+            Some(f) => term * f.powi_scalar(2),
+            None => term * exp.structure_factors.default_f.powi(2),
+        };
+        if let Some(v) = &valid {
+            term = term * v.clone();
+        }
+        if flags {
+            let mut factor = term.ones_like();
+            if exp.oversample_thick {
+                factor = factor * capture.clone();
+            }
+            if exp.oversample_polar {
+                if let Some(pol) = &polar {
+                    factor = factor * per_orientation(pol, scene, lo, hi, device);
+                }
+            }
+            if exp.oversample_omega {
+                factor = factor * omega.clone();
+            }
+            if let Some(v) = &valid {
+                factor = factor * v.clone() - v.clone() + 1.0;
+            }
+            weighted = Some((term, factor));
+        } else {
+            bragg = bragg + term.sum_dim(1);
+        }
+        lo = hi;
+    }
+
+    // per-pixel reductions, [P, ·]
+    let first_of =
+        |t: &Tensor<B, 2>, col: usize| t.clone().reshape([p, rpp]).slice([0..p, col..col + 1]);
+    let omega_first = first_of(&omega, 0);
+    let capture_last = first_of(&capture, (exp.sensor.layers - 1) * os * os);
+    let polar_first = match &polar {
+        None => omega_first.ones_like(),
+        Some(pol) => {
+            let s = scene.sources;
+            let alive = keep
+                .clone()
+                .unwrap_or_else(|| pol.ones_like())
+                .reshape([p, rpp * s]);
+            let first = alive.clone() * alive.cumsum(1).equal_elem(1.0).float();
+            (pol.clone().reshape([p, rpp * s]) * first).sum_dim(1)
+        }
+    };
+    let mut intensity = match weighted {
+        None => bragg.reshape([p, rpp]).sum_dim(1) + exp.i_bg,
+        Some((term, factor)) => {
+            let term = term.reshape([p, rpp * c]);
+            let suffix = factor.reshape([p, rpp * c]).flip([1]).cumprod(1).flip([1]);
+            let all = suffix.clone().slice([0..p, 0..1]);
+            (term * suffix).sum_dim(1) + all * exp.i_bg
+        }
+    };
+    intensity = intensity * (R_E_SQR * exp.fluence / exp.steps as f64);
+    if !exp.oversample_thick {
+        intensity = intensity * capture_last;
+    }
+    if !exp.oversample_polar {
+        intensity = intensity * polar_first;
+    }
+    if !exp.oversample_omega {
+        intensity = intensity * omega_first.clone();
+    }
+    let omega_sum = if exp.oversample_omega {
+        scalar(omega)
+    } else {
+        scalar(omega_first) * rpp as f64
+    };
+    let values = intensity
+        .into_data()
+        .convert::<f64>()
+        .to_vec::<f64>()
+        .map_err(|e| Error::Engine {
+            engine: "cpu".into(),
+            message: format!("reading back a chunk: {e:?}"),
+        })?;
+    Ok(ChunkOut {
+        values,
+        omega_sum,
+        out_of_range,
+        tricubic: tri,
+    })
+}
