@@ -1,0 +1,95 @@
+//! Shared helpers for the integration tests: locating and reading the C program's golden
+//! images, and comparing images.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The golden directory: `NANOBRAGG_GOLDEN_DIR`, else `../shared/golden` beside the crate.
+/// `None` (with a message) when it is absent.
+pub fn golden_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("NANOBRAGG_GOLDEN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+    if dir.join("cases.json").is_file() {
+        Some(dir)
+    } else {
+        eprintln!("SKIP: golden images not found at {} (set NANOBRAGG_GOLDEN_DIR)", dir.display());
+        None
+    }
+}
+
+/// One golden case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub args: Vec<String>,
+    pub fpixels: usize,
+    pub spixels: usize,
+    pub image: Vec<f32>,
+    pub other_outputs: serde_json::Value,
+}
+
+/// All cases of `cases.json`, with file arguments made absolute.
+pub fn cases(dir: &std::path::Path) -> Vec<Case> {
+    let text = std::fs::read_to_string(dir.join("cases.json")).expect("cases.json readable");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("cases.json is JSON");
+    json["cases"]
+        .as_array()
+        .expect("cases array")
+        .iter()
+        .map(|c| {
+            let args = c["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| {
+                    let a = a.as_str().unwrap();
+                    if a.starts_with("inputs/") {
+                        dir.join(a).to_string_lossy().into_owned()
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect();
+            let bytes = std::fs::read(dir.join(c["float_image"].as_str().unwrap())).expect("float image");
+            let image = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            Case {
+                name: c["name"].as_str().unwrap().to_string(),
+                args,
+                fpixels: c["fpixels"].as_u64().unwrap() as usize,
+                spixels: c["spixels"].as_u64().unwrap() as usize,
+                image,
+                other_outputs: c["other_outputs"].clone(),
+            }
+        })
+        .collect()
+}
+
+/// Pearson correlation of two images.
+pub fn correlation(a: &[f32], b: &[f32]) -> f64 {
+    let n = a.len() as f64;
+    let ma = a.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let mb = b.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (&x, &y) in a.iter().zip(b) {
+        let (dx, dy) = (x as f64 - ma, y as f64 - mb);
+        sab += dx * dy;
+        saa += dx * dx;
+        sbb += dy * dy;
+    }
+    if saa == 0.0 && sbb == 0.0 {
+        return 1.0;
+    }
+    sab / (saa * sbb).sqrt()
+}
+
+/// Σa / Σb.
+pub fn sum_ratio(a: &[f32], b: &[f32]) -> f64 {
+    let sa: f64 = a.iter().map(|&x| x as f64).sum();
+    let sb: f64 = b.iter().map(|&x| x as f64).sum();
+    if sb == 0.0 && sa == 0.0 {
+        1.0
+    } else {
+        sa / sb
+    }
+}
