@@ -71,10 +71,7 @@ impl Engine {
 }
 
 /// Fix the device's default float dtype once per process; asking for another one later fails.
-fn init_dtype<B: burn::tensor::backend::Backend>(
-    device: &B::Device,
-    dtype: DType,
-) -> std::result::Result<(), String> {
+fn init_dtype<B: burn::tensor::backend::Backend>(device: &B::Device, dtype: DType) -> std::result::Result<(), String> {
     static CHOSEN: std::sync::OnceLock<DType> = std::sync::OnceLock::new();
     let chosen = *CHOSEN.get_or_init(|| {
         let _ = burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64);
@@ -83,6 +80,8 @@ fn init_dtype<B: burn::tensor::backend::Backend>(
     if chosen == dtype {
         Ok(())
     } else {
-        Err(format!("this process already renders in {chosen:?}; f32 and f64 cannot be mixed in one process"))
+        Err(format!(
+            "this process already renders in {chosen:?}; f32 and f64 cannot be mixed in one process"
+        ))
     }
 }

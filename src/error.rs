@@ -43,11 +43,7 @@ impl Error {
     }
 
     /// Shorthand for [`Error::Parse`].
-    pub fn parse(
-        path: impl Into<PathBuf>,
-        line: Option<usize>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn parse(path: impl Into<PathBuf>, line: Option<usize>, message: impl Into<String>) -> Self {
         Error::Parse {
             path: path.into(),
             line,

@@ -170,11 +170,7 @@ mod tests {
             assert_relative_eq!(r[i], r2[i], epsilon = 1e-14);
         }
         // right-handed: z about x by +90° gives -y
-        let r = rotate_axis(
-            [0.0, 0.0, 1.0],
-            [1.0, 0.0, 0.0],
-            std::f64::consts::FRAC_PI_2,
-        );
+        let r = rotate_axis([0.0, 0.0, 1.0], [1.0, 0.0, 0.0], std::f64::consts::FRAC_PI_2);
         assert_relative_eq!(r[1], -1.0, epsilon = 1e-15);
     }
 }

@@ -109,11 +109,7 @@ pub fn umat_to_misset(u: &Mat3) -> [f64; 3] {
             uyx.atan2(uxx),
         ]
     } else {
-        [
-            std::f64::consts::PI,
-            std::f64::consts::FRAC_PI_2,
-            uxy.atan2(-uyy),
-        ]
+        [std::f64::consts::PI, std::f64::consts::FRAC_PI_2, uxy.atan2(-uyy)]
     }
 }
 

@@ -38,11 +38,7 @@ pub fn crystal_rotations(exp: &Experiment) -> Vec<Mat3> {
     for p in 0..exp.phi.count {
         let r_phi = axis_rotation(exp.detector.spindle, exp.phi_at(p));
         for u in &exp.mosaic_umats {
-            let m = if exp.mosaic_spread > 0.0 {
-                *u
-            } else {
-                IDENTITY
-            };
+            let m = if exp.mosaic_spread > 0.0 { *u } else { IDENTITY };
             out.push(mat_mul(&m, &r_phi));
         }
     }

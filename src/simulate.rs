@@ -44,9 +44,7 @@ impl Default for RenderOptions {
     fn default() -> Self {
         Self {
             memory_budget: DEFAULT_MEMORY_BUDGET,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             progress: None,
         }
     }
@@ -95,15 +93,9 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
     let c = scene.orientations;
     let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
     let elements = per_worker / BYTES_PER_ELEMENT;
-    let sequential = exp.oversample_thick
-        || exp.oversample_polar
-        || exp.oversample_omega
-        || exp.structure_factors.interpolate;
-    let block = if sequential {
-        c
-    } else {
-        c.min((elements / rpp).max(1))
-    };
+    let sequential =
+        exp.oversample_thick || exp.oversample_polar || exp.oversample_omega || exp.structure_factors.interpolate;
+    let block = if sequential { c } else { c.min((elements / rpp).max(1)) };
     let width = block.max(scene.sources).max(4);
     let by_memory = (elements / (rpp * width)).max(1);
     // enough chunks to balance the workers and report progress
@@ -115,11 +107,7 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
 }
 
 /// Render the image on backend `B`.
-pub fn render<B: Backend>(
-    exp: &Experiment,
-    opts: &RenderOptions,
-    device: &B::Device,
-) -> Result<Image> {
+pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::Device) -> Result<Image> {
     let scene = Scene::new(exp);
     let active = exp.active_pixels();
     let plan = plan(exp, &scene, active.len(), opts);
@@ -128,8 +116,7 @@ pub fn render<B: Backend>(
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let oor_chunk = AtomicUsize::new(usize::MAX);
-    let results: Mutex<Vec<Option<Result<ChunkOut>>>> =
-        Mutex::new((0..chunks.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<ChunkOut>>>> = Mutex::new((0..chunks.len()).map(|_| None).collect());
     let threads = opts.threads.clamp(1, chunks.len().max(1));
 
     std::thread::scope(|s| {
@@ -258,31 +245,15 @@ fn render_chunk<B: Backend>(
     let (coords, layer) = sample_coordinates(exp, pixels);
 
     // detector stages, [R, ·]
-    let mut pos = pixel_positions(
-        tensor2(coords, [r, 3], device),
-        st.basis.clone(),
-        st.pix0.clone(),
-    );
+    let mut pos = pixel_positions(tensor2(coords, [r, 3], device), st.basis.clone(), st.pix0.clone());
     if det.curved {
-        pos = curved_positions(
-            pos,
-            st.beam.clone(),
-            st.fdet.clone(),
-            st.sdet.clone(),
-            det.distance,
-        );
+        pos = curved_positions(pos, st.beam.clone(), st.fdet.clone(), st.sdet.clone(), det.distance);
     }
     let (dir, airpath) = diffracted_directions(pos);
     let omega = solid_angle(airpath, det.pixel_size, det.close_distance, det.point_pixel);
     let capture = if exp.sensor.thickness > 0.0 {
         let layer = tensor2(layer, [r, 1], device);
-        capture_fraction(
-            dir.clone(),
-            st.odet_col.clone(),
-            layer,
-            exp.sensor.step,
-            exp.sensor.mu,
-        )
+        capture_fraction(dir.clone(), st.odet_col.clone(), layer, exp.sensor.step, exp.sensor.mu)
     } else {
         omega.ones_like()
     };
@@ -313,9 +284,7 @@ fn render_chunk<B: Backend>(
         let hkl = miller_indices(dir.clone(), coef, offset);
         let f_latt = lattice_factor(&hkl, &scene.lattice);
         // which terms C evaluates: survived dmin and (F_latt ≠ 0 or water)
-        let mut valid: Option<Tensor<B, 2>> = keep
-            .as_ref()
-            .map(|k| per_orientation(k, scene, lo, hi, device));
+        let mut valid: Option<Tensor<B, 2>> = keep.as_ref().map(|k| per_orientation(k, scene, lo, hi, device));
         if !water && (flags || tri) {
             let nz = f_latt.clone().not_equal_elem(0.0).float();
             valid = Some(match valid {
@@ -335,8 +304,7 @@ fn render_chunk<B: Backend>(
                     // C switches to nearest neighbour from the first such term on, in loop order
                     out_of_range = true;
                     let [rr, cc] = cand.dims();
-                    let order =
-                        Tensor::<B, 1, Int>::arange(0..(rr * cc) as i64, device).reshape([rr, cc]);
+                    let order = Tensor::<B, 1, Int>::arange(0..(rr * cc) as i64, device).reshape([rr, cc]);
                     let first = order
                         .clone()
                         .mask_fill(cand.bool_not(), i64::MAX)
@@ -383,18 +351,14 @@ fn render_chunk<B: Backend>(
     }
 
     // per-pixel reductions, [P, ·]
-    let first_of =
-        |t: &Tensor<B, 2>, col: usize| t.clone().reshape([p, rpp]).slice([0..p, col..col + 1]);
+    let first_of = |t: &Tensor<B, 2>, col: usize| t.clone().reshape([p, rpp]).slice([0..p, col..col + 1]);
     let omega_first = first_of(&omega, 0);
     let capture_last = first_of(&capture, (exp.sensor.layers - 1) * os * os);
     let polar_first = match &polar {
         None => omega_first.ones_like(),
         Some(pol) => {
             let s = scene.sources;
-            let alive = keep
-                .clone()
-                .unwrap_or_else(|| pol.ones_like())
-                .reshape([p, rpp * s]);
+            let alive = keep.clone().unwrap_or_else(|| pol.ones_like()).reshape([p, rpp * s]);
             let first = alive.clone() * alive.cumsum(1).equal_elem(1.0).float();
             (pol.clone().reshape([p, rpp * s]) * first).sum_dim(1)
         }

@@ -72,10 +72,7 @@ fn render_options(opts: &RunOptions) -> RenderOptions {
 fn print_setup(exp: &Experiment) {
     let d = &exp.detector;
     println!("  {:?} convention, pivot {:?}", d.convention, d.pivot);
-    println!(
-        "DETECTOR_PIX0_VECTOR {} {} {}",
-        d.pix0[0], d.pix0[1], d.pix0[2]
-    );
+    println!("DETECTOR_PIX0_VECTOR {} {} {}", d.pix0[0], d.pix0[1], d.pix0[2]);
     println!(
         "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
         d.distance, d.detsize_f, d.detsize_s, d.pixel_size, d.fpixels, d.spixels
@@ -110,9 +107,5 @@ fn print_statistics(exp: &Experiment, image: &Image) {
         100.0 * sr / 4.0 / std::f64::consts::PI
     );
     println!("max_I = {max}");
-    println!(
-        "mean= {} rms= {}",
-        sum / n,
-        (sumsq / (n - 1.0).max(1.0)).sqrt()
-    );
+    println!("mean= {} rms= {}", sum / n, (sumsq / (n - 1.0).max(1.0)).sqrt());
 }

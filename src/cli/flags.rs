@@ -147,14 +147,14 @@ impl Opt {
     pub(crate) fn arity(self) -> Arity {
         use Opt::*;
         match self {
-            Help | PointPixel | CurvedDet | Conv(_) | RoundDiv | SquareDiv | Nopolar | Coherent
-            | Shape(_) | OversampleThick | OversamplePolar | OversampleOmega | Interpolate
-            | NoInterpolate | Nonoise | Nopgm | Printout | Progress | NoProgress => Arity::Fixed(0),
+            Help | PointPixel | CurvedDet | Conv(_) | RoundDiv | SquareDiv | Nopolar | Coherent | Shape(_)
+            | OversampleThick | OversamplePolar | OversampleOmega | Interpolate | NoInterpolate | Nonoise | Nopgm
+            | Printout | Progress | NoProgress => Arity::Fixed(0),
             Cell => Arity::Cell,
             Misset => Arity::Misset,
             PrintoutPixel | TracePixel => Arity::Fixed(2),
-            TwothetaAxis | FdetVector | SdetVector | OdetVector | BeamVector | PolarVector
-            | SpindleAxis | Pix0Vector => Arity::Fixed(3),
+            TwothetaAxis | FdetVector | SdetVector | OdetVector | BeamVector | PolarVector | SpindleAxis
+            | Pix0Vector => Arity::Fixed(3),
             Roi => Arity::Fixed(4),
             _ => Arity::Fixed(1),
         }
@@ -340,8 +340,5 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
 
 /// The action of an exact spelling, if it is one.
 pub(crate) fn lookup(flag: &str) -> Option<Opt> {
-    FLAGS
-        .iter()
-        .find(|(name, _)| *name == flag)
-        .map(|&(_, opt)| opt)
+    FLAGS.iter().find(|(name, _)| *name == flag).map(|&(_, opt)| opt)
 }

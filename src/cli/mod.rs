@@ -102,10 +102,7 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Parsed> {
             return Err(Error::parse(
                 &mask,
                 None,
-                format!(
-                    "mask holds {} pixels but its header says {w}×{h}",
-                    pixels.len()
-                ),
+                format!("mask holds {} pixels but its header says {w}×{h}", pixels.len()),
             ));
         }
         let mut pixels = pixels;
@@ -180,11 +177,7 @@ fn tokenize<'a>(args: &[&'a str]) -> Result<Option<Vec<Item<'a>>>> {
             return Err(missing(tok, n, rest.len(), None));
         }
         let values = &rest[..n];
-        if let Some((k, v)) = values
-            .iter()
-            .enumerate()
-            .find(|(_, v)| flags::lookup(v).is_some())
-        {
+        if let Some((k, v)) = values.iter().enumerate().find(|(_, v)| flags::lookup(v).is_some()) {
             return Err(missing(tok, n, k, Some(v)));
         }
         items.push(Item {
@@ -232,11 +225,7 @@ impl State {
             .noisefile
             .clone()
             .unwrap_or_else(|| PathBuf::from("noiseimage.img"));
-        let pgmfile = cfg
-            .output
-            .pgmfile
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("image.pgm"));
+        let pgmfile = cfg.output.pgmfile.clone().unwrap_or_else(|| PathBuf::from("image.pgm"));
         Self {
             write_noise: cfg.output.noisefile.is_some(),
             write_pgm: cfg.output.pgmfile.is_some(),
@@ -275,9 +264,7 @@ fn apply_header(
     path: &Path,
     is_mask: bool,
 ) -> Result<(usize, usize)> {
-    let bad = |key: &str, v: f64, need: &str| {
-        Error::parse(path, None, format!("header {key}={v}: {need}"))
-    };
+    let bad = |key: &str, v: f64, need: &str| Error::parse(path, None, format!("header {key}={v}: {need}"));
     let finite = |key: &str| -> Result<Option<f64>> {
         match header.value_of(key) {
             Some(v) if !v.is_finite() => Err(bad(key, v, "expected a finite number")),
@@ -403,10 +390,7 @@ impl Values<'_, '_> {
         if i32::try_from(v).is_ok() {
             Ok(v)
         } else {
-            Err(self.err(format!(
-                "'{}' does not fit a 32-bit integer",
-                self.values[k]
-            )))
+            Err(self.err(format!("'{}' does not fit a 32-bit integer", self.values[k])))
         }
     }
 
@@ -416,10 +400,7 @@ impl Values<'_, '_> {
         match usize::try_from(v) {
             Ok(0) => Ok(None),
             Ok(n) => Ok(Some(n)),
-            Err(_) => Err(self.err(format!(
-                "pixel count must not be negative, got '{}'",
-                self.values[k]
-            ))),
+            Err(_) => Err(self.err(format!("pixel count must not be negative, got '{}'", self.values[k]))),
         }
     }
 
@@ -763,12 +744,7 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
                 .ok()
                 .filter(|&n| n > 0)
                 .and_then(|n| n.checked_mul(1 << 20))
-                .ok_or_else(|| {
-                    v.err(format!(
-                        "expected a positive number of MiB, got '{}'",
-                        v.text(0)
-                    ))
-                })?;
+                .ok_or_else(|| v.err(format!("expected a positive number of MiB, got '{}'", v.text(0))))?;
             st.opts.memory_budget_bytes = Some(bytes);
         }
     }

@@ -28,10 +28,7 @@ fn assert_flag_err(args: &[&str], flag: &str, text: &str) {
     match err(args) {
         Error::Flag { flag: f, message } => {
             assert_eq!(f, flag, "{args:?}: wrong flag in '{message}'");
-            assert!(
-                message.contains(text),
-                "{args:?}: message '{message}' lacks '{text}'"
-            );
+            assert!(message.contains(text), "{args:?}: message '{message}' lacks '{text}'");
         }
         e => panic!("{args:?}: expected a flag error, got {e:?}"),
     }
@@ -187,10 +184,7 @@ fn golden_file_inputs_are_read() {
         assert_eq!(s[2].lambda, Some(6.3e-10));
     }
     if let Some(c) = golden("hkl_pattern_64") {
-        assert_eq!(
-            c.crystal.hkl,
-            HklSource::File(dir.join("inputs/pattern.hkl"))
-        );
+        assert_eq!(c.crystal.hkl, HklSource::File(dir.join("inputs/pattern.hkl")));
     }
     if let Some(c) = golden("roi_mask_128") {
         let d = &c.detector;
@@ -255,10 +249,7 @@ fn golden_beam_and_output_values() {
         assert_eq!(c.crystal.mosaic_seed, 777);
     }
     if let Some(c) = golden("rect_detector_128x96") {
-        assert_eq!(
-            (c.detector.fpixels, c.detector.spixels),
-            (Some(128), Some(96))
-        );
+        assert_eq!((c.detector.fpixels, c.detector.spixels), (Some(128), Some(96)));
     }
 }
 
@@ -338,21 +329,9 @@ fn unit_conversions() {
 
 #[test]
 fn negative_values_are_values() {
-    let c = cfg(&[
-        "-phi",
-        "-5",
-        "-misset",
-        "-10",
-        "20",
-        "-30",
-        "-twotheta",
-        "-2.5",
-    ]);
+    let c = cfg(&["-phi", "-5", "-misset", "-10", "20", "-30", "-twotheta", "-2.5"]);
     assert_close(c.crystal.phi0, -5.0 * DEG);
-    assert_eq!(
-        c.crystal.misset,
-        Misset::Angles([-10.0 / RTD, 20.0 / RTD, -30.0 / RTD])
-    );
+    assert_eq!(c.crystal.misset, Misset::Angles([-10.0 / RTD, 20.0 / RTD, -30.0 / RTD]));
     assert_close(c.detector.twotheta, -2.5 * DEG);
     let c = cfg(&["-fdet_vector", "-1", "0", "0", "-roi", "-1", "5", "-2", "7"]);
     assert_eq!(c.detector.custom.fdet, Some([-1.0, 0.0, 0.0]));
@@ -379,15 +358,10 @@ fn cell_forms() {
     let c = cfg(&["-cell", "50", "-N", "2"]);
     assert_eq!(
         c.crystal.cell,
-        cfg(&["-cell", "50", "50", "50", "90", "90", "90"])
-            .crystal
-            .cell
+        cfg(&["-cell", "50", "50", "50", "90", "90", "90"]).crystal.cell
     );
     assert_eq!(c.crystal.na, 2.0);
-    let c = cfg(&["-cell", "50", "60", "0", "-1", "100"])
-        .crystal
-        .cell
-        .unwrap();
+    let c = cfg(&["-cell", "50", "60", "0", "-1", "100"]).crystal.cell.unwrap();
     assert_close(c[2], 50e-10);
     assert_close(c[3], 90.0 * DEG);
     assert_close(c[4], 100.0 * DEG);
@@ -396,11 +370,7 @@ fn cell_forms() {
     assert_flag_err(&["-cell", "-N", "3"], "-cell", "-N");
     assert_flag_err(&["-cell", "0", "10"], "-cell", "'0'");
     assert_flag_err(&["-cell", "10", "abc"], "-cell", "'abc'");
-    assert_flag_err(
-        &["-cell", "1", "2", "3", "4", "5", "6", "7"],
-        "-cell",
-        "'7'",
-    );
+    assert_flag_err(&["-cell", "1", "2", "3", "4", "5", "6", "7"], "-cell", "'7'");
 }
 
 #[test]
@@ -410,16 +380,7 @@ fn misset_forms() {
     // Later wins, both ways.
     let c = cfg(&["-misset", "random", "-misset", "1", "2", "3"]);
     assert!(matches!(c.crystal.misset, Misset::Angles(_)));
-    let c = cfg(&[
-        "-misset",
-        "1",
-        "2",
-        "3",
-        "-misset",
-        "random",
-        "-misset_seed",
-        "-42",
-    ]);
+    let c = cfg(&["-misset", "1", "2", "3", "-misset", "random", "-misset_seed", "-42"]);
     assert_eq!(c.crystal.misset, Misset::Random);
     assert_eq!(c.crystal.misset_seed, Some(-42));
     assert_flag_err(&["-misset", "1", "2"], "-misset", "3 values");
@@ -430,11 +391,7 @@ fn misset_forms() {
 #[test]
 fn aliases_give_the_same_config() {
     let groups: &[&[&[&str]]] = &[
-        &[
-            &["-lambda", "1.5"],
-            &["-wave", "1.5"],
-            &["-wavelength", "1.5"],
-        ],
+        &[&["-lambda", "1.5"], &["-wave", "1.5"], &["-wavelength", "1.5"]],
         &[&["-energy", "8265.6133"], &["-lambda", "1.5"]],
         &[
             &["-mosaic", "0.3"],
@@ -457,14 +414,8 @@ fn aliases_give_the_same_config() {
         &[&["-detector_thicksteps", "4"], &["-thicksteps", "4"]],
         &[&["-detpixels_f", "30"], &["-detpixels_x", "30"]],
         &[&["-detpixels_s", "30"], &["-detpixels_y", "30"]],
-        &[
-            &["-detpixels", "30"],
-            &["-detpixels_f", "30", "-detpixels_s", "30"],
-        ],
-        &[
-            &["-detsize", "30"],
-            &["-detsize_f", "30", "-detsize_s", "30"],
-        ],
+        &[&["-detpixels", "30"], &["-detpixels_f", "30", "-detpixels_s", "30"]],
+        &[&["-detsize", "30"], &["-detsize_f", "30", "-detsize_s", "30"]],
         &[
             &["-samplesize", "0.1"],
             &["-sample_size", "0.1"],
@@ -501,20 +452,10 @@ fn aliases_give_the_same_config() {
         &[&["-noisefile", "f"], &["-noiseimage", "f"]],
         &[&["-pgmfile", "f"], &["-pgmimage", "f"]],
         &[&["-trace_pixel", "3", "4"], &["-dump_pixel", "3", "4"]],
-        &[
-            &["-N", "4"],
-            &["-Na", "4", "-Nb", "4", "-Nc", "4"],
-            &["-N", "4.9"],
-        ],
+        &[&["-N", "4"], &["-Na", "4", "-Nb", "4", "-Nc", "4"], &["-N", "4.9"]],
         &[&["-divsteps", "5"], &["-hdivsteps", "5", "-vdivsteps", "5"]],
-        &[
-            &["-divergence", "0.2"],
-            &["-hdivrange", "0.2", "-vdivrange", "0.2"],
-        ],
-        &[
-            &["-pix0_vector", "1", "2", "3"],
-            &["-pix0_vector_mm", "1", "2", "3"],
-        ],
+        &[&["-divergence", "0.2"], &["-hdivrange", "0.2", "-vdivrange", "0.2"]],
+        &[&["-pix0_vector", "1", "2", "3"], &["-pix0_vector_mm", "1", "2", "3"]],
         &[
             &[],
             &["-stol", "x"],
@@ -641,11 +582,7 @@ fn malformed_values_are_errors() {
     assert_flag_err(&["-detector_abs", "-3"], "-detector_abs", "'-3'");
     assert_flag_err(&["-detector_abs", "thick"], "-detector_abs", "'thick'");
     assert_flag_err(&["-beam_vector", "0", "0", "0"], "-beam_vector", "zero");
-    assert_flag_err(
-        &["-twotheta_axis", "0", "nan", "1"],
-        "-twotheta_axis",
-        "'nan'",
-    );
+    assert_flag_err(&["-twotheta_axis", "0", "nan", "1"], "-twotheta_axis", "'nan'");
     assert_flag_err(&["-engine", "wgpu"], "-engine", "'wgpu'");
     assert_flag_err(&["-precision", "f16"], "-precision", "'f16'");
     assert_flag_err(&["-memory_mb", "0"], "-memory_mb", "'0'");
@@ -657,16 +594,7 @@ fn malformed_values_are_errors() {
 
 #[test]
 fn integer_values_truncate_like_atoi() {
-    let c = cfg(&[
-        "-N",
-        "3.7",
-        "-phisteps",
-        "-2.9",
-        "-detpixels",
-        "100.6",
-        "-seed",
-        "12.9",
-    ]);
+    let c = cfg(&["-N", "3.7", "-phisteps", "-2.9", "-detpixels", "100.6", "-seed", "12.9"]);
     assert_eq!(c.crystal.na, 3.0);
     assert_eq!(c.crystal.phisteps, Some(-2));
     assert_eq!(c.detector.fpixels, Some(100));
@@ -685,10 +613,7 @@ fn pivot_side_effects_follow_argv_order() {
     let p = |a: &[&str]| cfg(a).detector.pivot;
     assert_eq!(p(&[]), Pivot::Beam);
     assert_eq!(p(&["-close_distance", "100"]), Pivot::Sample);
-    assert_eq!(
-        p(&["-close_distance", "100", "-distance", "100"]),
-        Pivot::Beam
-    );
+    assert_eq!(p(&["-close_distance", "100", "-distance", "100"]), Pivot::Beam);
     assert_eq!(p(&["-Xbeam", "1", "-Yclose", "2"]), Pivot::Sample);
     assert_eq!(p(&["-Xclose", "1", "-Ybeam", "2"]), Pivot::Beam);
     assert_eq!(p(&["-ORGY", "10"]), Pivot::Sample);
@@ -702,10 +627,7 @@ fn pivot_side_effects_follow_argv_order() {
     assert_eq!(p(&["-pivot", "sample", "-adxv"]), Pivot::Beam);
     assert_eq!(p(&["-pivot", "sample", "-denzo"]), Pivot::Beam);
     // Vector flags leave the pivot alone.
-    assert_eq!(
-        p(&["-pivot", "sample", "-fdet_vector", "0", "0", "1"]),
-        Pivot::Sample
-    );
+    assert_eq!(p(&["-pivot", "sample", "-fdet_vector", "0", "0", "1"]), Pivot::Sample);
 }
 
 #[test]
@@ -790,15 +712,9 @@ fn order_effects() {
     ]);
     assert_close(c.beam.lambda0, 1e-10);
     assert_close(c.detector.distance, 0.07);
-    assert_close(
-        cfg(&["-energy", "12398.42", "-lambda", "2"]).beam.lambda0,
-        2e-10,
-    );
+    assert_close(cfg(&["-energy", "12398.42", "-lambda", "2"]).beam.lambda0, 2e-10);
     let c = cfg(&["-detpixels", "100", "-detpixels_s", "50"]);
-    assert_eq!(
-        (c.detector.fpixels, c.detector.spixels),
-        (Some(100), Some(50))
-    );
+    assert_eq!((c.detector.fpixels, c.detector.spixels), (Some(100), Some(50)));
     let c = cfg(&["-interpolate", "-nointerpolate"]);
     assert_eq!(c.crystal.interpolate, Some(false));
     let c = cfg(&["-round_xtal", "-gauss_xtal"]);
@@ -946,18 +862,7 @@ fn mask_and_img_headers() {
     }
 
     // Command-line flags override the headers, wherever they stand.
-    let c = cfg(&[
-        "-lambda",
-        "3",
-        "-mask",
-        m,
-        "-detpixels",
-        "9",
-        "-img",
-        i,
-        "-Ybeam",
-        "1",
-    ]);
+    let c = cfg(&["-lambda", "3", "-mask", m, "-detpixels", "9", "-img", i, "-Ybeam", "1"]);
     assert_close(c.beam.lambda0, 3e-10);
     assert_eq!(c.detector.fpixels, Some(9));
     assert_close(c.detector.ybeam.unwrap(), 1e-3);
@@ -1020,8 +925,8 @@ mod prop {
     use proptest::prelude::*;
 
     fn token() -> impl Strategy<Value = String> {
-        let flag = proptest::sample::select(flags::FLAGS.iter().map(|f| f.0).collect::<Vec<_>>())
-            .prop_map(String::from);
+        let flag =
+            proptest::sample::select(flags::FLAGS.iter().map(|f| f.0).collect::<Vec<_>>()).prop_map(String::from);
         prop_oneof![
             4 => flag,
             2 => any::<f64>().prop_map(|v| v.to_string()),

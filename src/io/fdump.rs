@@ -25,13 +25,9 @@ const MAX_HEADER_LINE: usize = 128;
 /// Writes `grid` in C's `Fdump.bin` layout (header, then the padded grid), atomically.
 pub fn write_fdump(path: &Path, grid: &HklGrid) -> Result<()> {
     let [hc, kc, lc] = grid.counts();
-    let padded = (hc + 1)
-        .checked_mul(kc + 1)
-        .and_then(|n| n.checked_mul(lc + 1));
-    let consistent = hc != 0
-        && kc != 0
-        && lc != 0
-        && hc.checked_mul(kc).and_then(|n| n.checked_mul(lc)) == Some(grid.values.len());
+    let padded = (hc + 1).checked_mul(kc + 1).and_then(|n| n.checked_mul(lc + 1));
+    let consistent =
+        hc != 0 && kc != 0 && lc != 0 && hc.checked_mul(kc).and_then(|n| n.checked_mul(lc)) == Some(grid.values.len());
     let Some(padded) = padded.filter(|_| consistent) else {
         return Err(Error::io(
             path,
@@ -79,8 +75,7 @@ pub fn read_fdump(path: &Path) -> Result<HklGrid> {
         .take(MAX_HEADER_LINE)
         .position(|&b| b == b'\n')
         .ok_or_else(|| garbled("no header line (expected six integers and a newline)".into()))?;
-    let header =
-        std::str::from_utf8(&bytes[..nl]).map_err(|_| garbled("header is not text".into()))?;
+    let header = std::str::from_utf8(&bytes[..nl]).map_err(|_| garbled("header is not text".into()))?;
     let nums = header
         .split_whitespace()
         .map(|t| t.parse::<i32>())
@@ -93,9 +88,7 @@ pub fn read_fdump(path: &Path) -> Result<HklGrid> {
         return Err(garbled("header line is not followed by a form feed".into()));
     }
     if h_max < h_min || k_max < k_min || l_max < l_min {
-        return Err(garbled(format!(
-            "inverted index range in header '{header}'"
-        )));
+        return Err(garbled(format!("inverted index range in header '{header}'")));
     }
 
     let mut grid = HklGrid {
@@ -115,15 +108,18 @@ pub fn read_fdump(path: &Path) -> Result<HklGrid> {
         .and_then(|n| n.checked_mul(lc + 1))
         .and_then(|n| n.checked_mul(8));
     if expected != Some(data.len()) {
-        let want =
-            expected.map_or_else(|| "an impossible number of".to_string(), |n| n.to_string());
+        let want = expected.map_or_else(|| "an impossible number of".to_string(), |n| n.to_string());
         return Err(Error::parse(
             path,
             None,
             format!(
                 "data section has {} bytes, but a {hc} x {kc} x {lc} grid with padding needs {want} bytes{}",
                 data.len(),
-                if expected.is_some_and(|n| data.len() < n) { " (truncated file)" } else { "" }
+                if expected.is_some_and(|n| data.len() < n) {
+                    " (truncated file)"
+                } else {
+                    ""
+                }
             ),
         ));
     }
@@ -186,10 +182,7 @@ mod tests {
         let back = read_fdump(&p).unwrap();
         assert_eq!(back.values, g.values);
         assert_eq!(back.entries, 48);
-        assert_eq!(
-            (back.h_min, back.h_max, back.l_min, back.l_max),
-            (-1, 2, -1, 1)
-        );
+        assert_eq!((back.h_min, back.h_max, back.l_min, back.l_max), (-1, 2, -1, 1));
     }
 
     /// Byte-for-byte comparison with the C program, when `NANOBRAGG_C_BIN` names its binary.
@@ -199,11 +192,7 @@ mod tests {
             eprintln!("skipped: set NANOBRAGG_C_BIN to the C nanoBragg binary to compare");
             return;
         };
-        for (hkl, default_f) in [
-            ("pattern.hkl", "0"),
-            ("sparse.hkl", "3.5"),
-            ("smooth.hkl", "0"),
-        ] {
+        for (hkl, default_f) in [("pattern.hkl", "0"), ("sparse.hkl", "3.5"), ("smooth.hkl", "0")] {
             let tmp = tempfile::tempdir().unwrap();
             std::fs::copy(dir.join("inputs").join(hkl), tmp.path().join(hkl)).unwrap();
             let status = std::process::Command::new(&c_bin)
@@ -231,10 +220,7 @@ mod tests {
             let ours = tmp.path().join("ours.bin");
             write_fdump(&ours, &g).unwrap();
             assert_eq!(std::fs::read(&ours).unwrap(), c_bytes, "{hkl}");
-            assert_eq!(
-                read_fdump(&tmp.path().join("Fdump.bin")).unwrap().values,
-                g.values
-            );
+            assert_eq!(read_fdump(&tmp.path().join("Fdump.bin")).unwrap().values, g.values);
         }
     }
 
@@ -291,10 +277,7 @@ mod tests {
         assert!(read_fdump(write_temp(b"0 0 0 0 1 0\n\x0c").path()).is_err());
         assert!(read_fdump(write_temp(b"a b c d e f\n\x0c").path()).is_err());
         assert!(read_fdump(write_temp(b"").path()).is_err());
-        assert!(read_fdump(
-            write_temp(b"-2147483648 2147483647 -2147483648 2147483647 0 0\n\x0c").path()
-        )
-        .is_err());
+        assert!(read_fdump(write_temp(b"-2147483648 2147483647 -2147483648 2147483647 0 0\n\x0c").path()).is_err());
     }
 
     proptest! {

@@ -55,29 +55,19 @@ impl HklGrid {
 
     /// Position of (h,k,l) in `values`, or `None` outside the ranges.
     pub fn index(&self, h: i32, k: i32, l: i32) -> Option<usize> {
-        if h < self.h_min
-            || h > self.h_max
-            || k < self.k_min
-            || k > self.k_max
-            || l < self.l_min
-            || l > self.l_max
-        {
+        if h < self.h_min || h > self.h_max || k < self.k_min || k > self.k_max || l < self.l_min || l > self.l_max {
             return None;
         }
         let [_, kc, lc] = self.counts();
         let h0 = (i64::from(h) - i64::from(self.h_min)) as usize;
         let k0 = (i64::from(k) - i64::from(self.k_min)) as usize;
         let l0 = (i64::from(l) - i64::from(self.l_min)) as usize;
-        h0.checked_mul(kc)?
-            .checked_add(k0)?
-            .checked_mul(lc)?
-            .checked_add(l0)
+        h0.checked_mul(kc)?.checked_add(k0)?.checked_mul(lc)?.checked_add(l0)
     }
 
     /// F(h,k,l), or `None` outside the ranges (or if `values` is shorter than the ranges say).
     pub fn get(&self, h: i32, k: i32, l: i32) -> Option<f64> {
-        self.index(h, k, l)
-            .and_then(|i| self.values.get(i).copied())
+        self.index(h, k, l).and_then(|i| self.values.get(i).copied())
     }
 }
 
@@ -104,22 +94,15 @@ pub(crate) fn alloc_grid(path: &Path, counts: [usize; 3], fill: f64) -> Result<V
             )
         })?;
     let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
-        Error::parse(
-            path,
-            None,
-            format!("cannot allocate an h,k,l grid of {n} points"),
-        )
-    })?;
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::parse(path, None, format!("cannot allocate an h,k,l grid of {n} points")))?;
     v.resize(n, fill);
     Ok(v)
 }
 
 /// Parses a Miller index: any number with no fractional part, within `i32`.
 fn parse_index(tok: &str) -> std::result::Result<i32, String> {
-    let v: f64 = tok
-        .parse()
-        .map_err(|_| format!("'{tok}' is not a number"))?;
+    let v: f64 = tok.parse().map_err(|_| format!("'{tok}' is not a number"))?;
     if !v.is_finite() || v.fract() != 0.0 {
         return Err(format!("index '{tok}' is not an integer"));
     }
@@ -153,31 +136,19 @@ pub fn read_hkl(path: &Path, default_f: f64) -> Result<HklGrid> {
             return Err(Error::parse(
                 path,
                 Some(lineno),
-                format!(
-                    "expected at least 4 columns (h k l F), found {}",
-                    toks.len()
-                ),
+                format!("expected at least 4 columns (h k l F), found {}", toks.len()),
             ));
         }
         let mut hkl = [0i32; 3];
         for (axis, slot) in hkl.iter_mut().enumerate() {
-            *slot = parse_index(toks[axis]).map_err(|m| {
-                Error::parse(
-                    path,
-                    Some(lineno),
-                    format!("{}: {m}", ["h", "k", "l"][axis]),
-                )
-            })?;
+            *slot = parse_index(toks[axis])
+                .map_err(|m| Error::parse(path, Some(lineno), format!("{}: {m}", ["h", "k", "l"][axis])))?;
             lo[axis] = lo[axis].min(*slot);
             hi[axis] = hi[axis].max(*slot);
         }
-        let f: f64 = toks[3].parse().map_err(|_| {
-            Error::parse(
-                path,
-                Some(lineno),
-                format!("F: '{}' is not a number", toks[3]),
-            )
-        })?;
+        let f: f64 = toks[3]
+            .parse()
+            .map_err(|_| Error::parse(path, Some(lineno), format!("F: '{}' is not a number", toks[3])))?;
         if !f.is_finite() {
             return Err(Error::parse(
                 path,
@@ -306,9 +277,7 @@ mod tests {
 
     #[test]
     fn huge_grid_is_refused() {
-        let f = write_temp(
-            b"-2000000000 0 0 1\n2000000000 0 0 1\n0 -2000000000 0 1\n0 2000000000 0 1\n",
-        );
+        let f = write_temp(b"-2000000000 0 0 1\n2000000000 0 0 1\n0 -2000000000 0 1\n0 2000000000 0 1\n");
         assert!(read_hkl(f.path(), 0.0).is_err());
     }
 

@@ -10,22 +10,13 @@ use std::path::Path;
 /// `fpixels·spixels` bytes (already scaled and clipped by the caller).
 ///
 /// Error if `bytes.len() != fpixels·spixels`.
-pub fn write_pgm(
-    path: &Path,
-    fpixels: usize,
-    spixels: usize,
-    pgm_scale: f64,
-    bytes: &[u8],
-) -> Result<()> {
+pub fn write_pgm(path: &Path, fpixels: usize, spixels: usize, pgm_scale: f64, bytes: &[u8]) -> Result<()> {
     if fpixels.checked_mul(spixels) != Some(bytes.len()) {
         return Err(Error::io(
             path,
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                format!(
-                    "image has {} pixels, expected {fpixels} x {spixels}",
-                    bytes.len()
-                ),
+                format!("image has {} pixels, expected {fpixels} x {spixels}", bytes.len()),
             ),
         ));
     }

@@ -125,10 +125,7 @@ fn c_atof(s: &str) -> Option<f64> {
     if matches!(b.first(), Some(b'+' | b'-')) {
         i = 1;
     }
-    let lower = s
-        .get(i..)
-        .map(|t| t.to_ascii_lowercase())
-        .unwrap_or_default();
+    let lower = s.get(i..).map(|t| t.to_ascii_lowercase()).unwrap_or_default();
     for (word, len) in [("infinity", 8), ("inf", 3), ("nan", 3)] {
         if lower.starts_with(word) {
             return s.get(..i + len)?.parse().ok();
@@ -205,9 +202,7 @@ pub fn read_smv_header(path: &Path) -> Result<SmvHeader> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut bytes = Vec::new();
     let mut reader = file.take(WRITTEN_HEADER_BYTES as u64);
-    reader
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
+    reader.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
     let header_bytes = header_size(path, &bytes)?;
     if header_bytes > bytes.len() {
         let mut file = reader.into_inner();
@@ -363,13 +358,8 @@ impl SmvFields {
         let g = fmt_g;
         let [o1, o2, o3] = self.dials_origin_mm;
         let mut s = String::with_capacity(WRITTEN_HEADER_BYTES);
-        s.push_str(
-            "{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n",
-        );
-        s.push_str(&format!(
-            "SIZE1={};\nSIZE2={};\n",
-            self.fpixels, self.spixels
-        ));
+        s.push_str("{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n");
+        s.push_str(&format!("SIZE1={};\nSIZE2={};\n", self.fpixels, self.spixels));
         for (key, v) in [
             ("PIXEL_SIZE", self.pixel_size_mm),
             ("DISTANCE", self.distance_mm),
@@ -446,12 +436,7 @@ impl SmvFields {
 /// Errors: `data.len() != fpixels·spixels`, or a header longer than 512 bytes (only possible
 /// with absurd values; C would then write a file whose `HEADER_BYTES=512` is wrong).
 pub fn write_smv(path: &Path, fields: &SmvFields, data: &[u16]) -> Result<()> {
-    let invalid = |msg: String| {
-        Error::io(
-            path,
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, msg),
-        )
-    };
+    let invalid = |msg: String| Error::io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, msg));
     if fields.fpixels.checked_mul(fields.spixels) != Some(data.len()) {
         return Err(invalid(format!(
             "image has {} pixels, header says {} x {}",
@@ -591,19 +576,9 @@ mod tests {
             512,
             &data,
         ));
-        assert_eq!(
-            read_smv_u16(le.path()).unwrap().1,
-            vec![0x0201, 0x0403, 0x0605]
-        );
-        let be = write_temp(&smv_bytes(
-            "BYTE_ORDER=big_endian;\nSIZE1=1;\nSIZE2=3;\n",
-            512,
-            &data,
-        ));
-        assert_eq!(
-            read_smv_u16(be.path()).unwrap().1,
-            vec![0x0102, 0x0304, 0x0506]
-        );
+        assert_eq!(read_smv_u16(le.path()).unwrap().1, vec![0x0201, 0x0403, 0x0605]);
+        let be = write_temp(&smv_bytes("BYTE_ORDER=big_endian;\nSIZE1=1;\nSIZE2=3;\n", 512, &data));
+        assert_eq!(read_smv_u16(be.path()).unwrap().1, vec![0x0102, 0x0304, 0x0506]);
         // A non-512 header size, no BYTE_ORDER, and DETECTOR_DIMENSIONS instead of SIZE1.
         let mut long = data.to_vec();
         long.extend([7, 8, 9, 10]);
@@ -635,11 +610,7 @@ mod tests {
         assert_eq!(line, Some(4));
         let (msg, _) = parse_err(&smv_bytes("DIM=2;\n", 512, &[0; 64]));
         assert!(msg.contains("SIZE1"), "{msg}");
-        let (_, line) = parse_err(&smv_bytes(
-            "SIZE1=1;\nSIZE2=1;\nBYTE_ORDER=middle;\n",
-            512,
-            &[0; 2],
-        ));
+        let (_, line) = parse_err(&smv_bytes("SIZE1=1;\nSIZE2=1;\nBYTE_ORDER=middle;\n", 512, &[0; 2]));
         assert_eq!(line, Some(5));
         let mut b = smv_bytes("SIZE1=1;\nSIZE2=1;\n", 512, &[0; 2]);
         b[15..18].copy_from_slice(b"999");
@@ -676,12 +647,8 @@ mod tests {
         assert_eq!(&raw[512..516], &[0, 0, 1, 0]);
         let (h, back) = read_smv_u16(&p).unwrap();
         assert_eq!(back, data);
-        assert!(h
-            .text
-            .contains("\nBEAM_CENTER_Y=-1e-07;\nADXV_CENTER_X=0;\n"));
-        assert!(h
-            .text
-            .contains("\nDIALS_ORIGIN=-1.5,2,-250\nXDS_ORGX=1.23457e+06;\n"));
+        assert!(h.text.contains("\nBEAM_CENTER_Y=-1e-07;\nADXV_CENTER_X=0;\n"));
+        assert!(h.text.contains("\nDIALS_ORIGIN=-1.5,2,-250\nXDS_ORGX=1.23457e+06;\n"));
         assert!(h
             .text
             .contains("\nTWOTHETA=-0;\nDETECTOR_SN=000;\nBEAMLINE=fake;\n}\x0c   "));

@@ -45,10 +45,7 @@ pub fn read_sourcefile(path: &Path) -> Result<Vec<SourceRow>> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let lineno = i + 1;
-        let mut toks = line
-            .split(is_delimiter)
-            .filter(|t| !t.is_empty())
-            .peekable();
+        let mut toks = line.split(is_delimiter).filter(|t| !t.is_empty()).peekable();
         match toks.peek() {
             None => continue,
             Some(t) if t.starts_with('#') => continue,
@@ -82,9 +79,7 @@ pub fn read_sourcefile(path: &Path) -> Result<Vec<SourceRow>> {
 
 /// A column value: a finite number, or `None` for `nan` (C's missing-value marker).
 fn parse_column(tok: &str) -> std::result::Result<Option<f64>, String> {
-    let v: f64 = tok
-        .parse()
-        .map_err(|_| format!("'{tok}' is not a number"))?;
+    let v: f64 = tok.parse().map_err(|_| format!("'{tok}' is not a number"))?;
     if v.is_nan() {
         Ok(None)
     } else if v.is_infinite() {

@@ -8,11 +8,7 @@ use burn::tensor::{backend::Backend, Tensor};
 ///
 /// `coords` `[R, 3]` holds (Fdet, Sdet, Odet) (m); `basis` `[3, 3]` has rows f, s, o;
 /// `pix0` `[1, 3]` (m).
-pub fn pixel_positions<B: Backend>(
-    coords: Tensor<B, 2>,
-    basis: Tensor<B, 2>,
-    pix0: Tensor<B, 2>,
-) -> Tensor<B, 2> {
+pub fn pixel_positions<B: Backend>(coords: Tensor<B, 2>, basis: Tensor<B, 2>, pix0: Tensor<B, 2>) -> Tensor<B, 2> {
     coords.matmul(basis) + pix0
 }
 

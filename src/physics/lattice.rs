@@ -82,9 +82,8 @@ pub fn lattice_factor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape) -> 
             let d: Vec<Tensor<B, 2>> = hkl.iter().map(|x| fractional(x.clone())).collect();
             let mut r2 = hkl[0].zeros_like();
             for axis in 0..3 {
-                let comp = d[0].clone() * p.recip[0][axis]
-                    + d[1].clone() * p.recip[1][axis]
-                    + d[2].clone() * p.recip[2][axis];
+                let comp =
+                    d[0].clone() * p.recip[0][axis] + d[1].clone() * p.recip[1][axis] + d[2].clone() * p.recip[2][axis];
                 r2 = r2 + comp.powi_scalar(2);
             }
             let r2 = r2 * (volume * volume * p.fudge);

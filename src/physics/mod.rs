@@ -39,11 +39,7 @@ pub fn dot_rows<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>) -> Tensor<B, 2> {
 
 /// Rodrigues rotation of rows `v` `[N, 3]` about the unit axis `k` `[1, 3]` by angles `θ`
 /// `[N, 1]` (rad).
-pub fn rotate_about<B: Backend>(
-    v: Tensor<B, 2>,
-    k: Tensor<B, 2>,
-    theta: Tensor<B, 2>,
-) -> Tensor<B, 2> {
+pub fn rotate_about<B: Backend>(v: Tensor<B, 2>, k: Tensor<B, 2>, theta: Tensor<B, 2>) -> Tensor<B, 2> {
     let (s, c) = (theta.clone().sin(), theta.cos());
     let kv = dot_rows(k.clone(), v.clone());
     let kxv = cross_rows(&k, &v);

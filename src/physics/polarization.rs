@@ -22,7 +22,6 @@ pub fn kahn_factor<B: Backend>(
     let (e2, b2) = (e_proj.powi_scalar(2), b_proj.powi_scalar(2));
     let denom = e2.clone() + b2.clone();
     let along_beam = denom.clone().equal_elem(0.0);
-    let cos_2psi =
-        ((e2 - b2) / denom.mask_fill(along_beam.clone(), 1.0)).mask_fill(along_beam, 1.0);
+    let cos_2psi = ((e2 - b2) / denom.mask_fill(along_beam.clone(), 1.0)).mask_fill(along_beam, 1.0);
     (cos2 + 1.0 - cos_2psi * sin2 * kahn) * 0.5
 }

@@ -5,10 +5,7 @@ use burn::tensor::{backend::Backend, Tensor};
 
 /// cos 2θ `[R, S]` between diffracted directions `[R, 3]` and incident directions, given
 /// transposed as `[3, S]`.
-pub fn cos_two_theta<B: Backend>(
-    directions: Tensor<B, 2>,
-    incident_t: Tensor<B, 2>,
-) -> Tensor<B, 2> {
+pub fn cos_two_theta<B: Backend>(directions: Tensor<B, 2>, incident_t: Tensor<B, 2>) -> Tensor<B, 2> {
     directions.matmul(incident_t)
 }
 

@@ -17,10 +17,7 @@ pub struct HklTensor<B: Backend> {
 impl<B: Backend> HklTensor<B> {
     /// Upload a host grid.
     pub fn new(grid: &crate::io::hkl::HklGrid, default_f: f64, device: &B::Device) -> Self {
-        let values = Tensor::from_data(
-            TensorData::new(grid.values.clone(), [grid.values.len()]),
-            device,
-        );
+        let values = Tensor::from_data(TensorData::new(grid.values.clone(), [grid.values.len()]), device);
         let c = grid.counts();
         Self {
             values,
@@ -43,10 +40,7 @@ impl<B: Backend> HklTensor<B> {
 
     fn lookup(&self, flat: Tensor<B, 2, Int>) -> Tensor<B, 2> {
         let [r, c] = flat.dims();
-        self.values
-            .clone()
-            .select(0, flat.reshape([r * c]))
-            .reshape([r, c])
+        self.values.clone().select(0, flat.reshape([r * c])).reshape([r, c])
     }
 }
 
@@ -76,10 +70,7 @@ pub fn nearest<B: Backend>(hkl: &[Tensor<B, 2>; 3], grid: &HklTensor<B>) -> Tens
 
 /// Where tricubic interpolation is impossible `[R, C]`: C needs h_min + 2 ≤ h ≤ h_max − 2 on
 /// every axis (tested on the fractional index).
-pub fn tricubic_out_of_range<B: Backend>(
-    hkl: &[Tensor<B, 2>; 3],
-    grid: &HklTensor<B>,
-) -> Tensor<B, 2, Bool> {
+pub fn tricubic_out_of_range<B: Backend>(hkl: &[Tensor<B, 2>; 3], grid: &HklTensor<B>) -> Tensor<B, 2, Bool> {
     let mut out: Option<Tensor<B, 2, Bool>> = None;
     for (a, x) in hkl.iter().enumerate() {
         let lo = x.clone().lower_elem(grid.min[a] as f64 + 2.0);
@@ -114,8 +105,7 @@ pub fn tricubic<B: Backend>(hkl: &[Tensor<B, 2>; 3], grid: &HklTensor<B>) -> Ten
         .collect();
     let base = floor.map(|f| f.int() - 1);
     // clamp the first node so all four stay in the grid
-    let clamp =
-        |t: Tensor<B, 2, Int>, a: usize| (t - grid.min[a]).clamp(0, (grid.count[a] - 4).max(0));
+    let clamp = |t: Tensor<B, 2, Int>, a: usize| (t - grid.min[a]).clamp(0, (grid.count[a] - 4).max(0));
     let [bh, bk, bl] = [0, 1, 2].map(|a| clamp(base[a].clone(), a));
     let (kc, lc) = (grid.count[1], grid.count[2]);
     let last = grid.values.dims()[0] as i64 - 1;

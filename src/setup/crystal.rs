@@ -82,11 +82,7 @@ impl CrystalLattice {
             [a, b, c, ang(al), ang(be), ang(ga)]
         });
         let (mut recip, cell_volume) = match (cell, cfg.matrix) {
-            (None, None) => {
-                return Err(Error::Config(
-                    "a unit cell is required: give -cell or -mat".into(),
-                ))
-            }
+            (None, None) => return Err(Error::Config("a unit cell is required: give -cell or -mat".into())),
             (Some(cell), _) => {
                 let (r, v) = reciprocal_from_cell(cell);
                 (r, Some(v))
@@ -149,9 +145,7 @@ impl CrystalLattice {
     /// Cell lengths (Å) and angles (deg), as C prints them.
     pub fn cell_parameters(&self) -> [f64; 6] {
         let (a, b, c) = (norm(self.a), norm(self.b), norm(self.c));
-        let ang = |x: Vec3, y: Vec3, nx: f64, ny: f64| {
-            (dot(x, y) / (nx * ny)).clamp(-1.0, 1.0).acos().to_degrees()
-        };
+        let ang = |x: Vec3, y: Vec3, nx: f64, ny: f64| (dot(x, y) / (nx * ny)).clamp(-1.0, 1.0).acos().to_degrees();
         [
             a * 1e10,
             b * 1e10,

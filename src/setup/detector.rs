@@ -90,9 +90,7 @@ fn convention_basis(cfg: &DetectorConfig) -> [Vec3; 7] {
 fn unit_or_err(v: Vec3, what: &str) -> Result<Vec3> {
     let (u, m) = unitize(v);
     if m == 0.0 || !m.is_finite() {
-        return Err(Error::Config(format!(
-            "the {what} vector must be non-zero and finite"
-        )));
+        return Err(Error::Config(format!("the {what} vector must be non-zero and finite")));
     }
     Ok(u)
 }
@@ -171,11 +169,7 @@ impl DetectorGeometry {
         let s0 = unit_or_err(s0, "sdet")?;
         let (o_unit, o_len) = unitize(o0);
         // C rebuilds o = f × s when the given normal is not a unit vector
-        let o0 = if o_len != 1.0 {
-            unitize(cross(f0, s0)).0
-        } else {
-            o_unit
-        };
+        let o0 = if o_len != 1.0 { unitize(cross(f0, s0)).0 } else { o_unit };
         let polar = unit_or_err(p, "polar")?;
         let spindle = unit_or_err(u, "spindle")?;
         // deliberate difference: C does not normalise the 2θ axis (see docs/differences.md)
@@ -191,17 +185,11 @@ impl DetectorGeometry {
         let close0 = cfg.close_distance.unwrap_or((ratio * cfg.distance).abs());
         let distance0 = close0 / ratio;
 
-        let pix0_sample = orient(add(
-            add(scale(f0, -fclose), scale(s0, -sclose)),
-            scale(o0, close0),
-        ));
+        let pix0_sample = orient(add(add(scale(f0, -fclose), scale(s0, -sclose)), scale(o0, close0)));
         let (fdet, sdet, odet) = (orient(f0), orient(s0), orient(o0));
         let pix0 = match pivot {
             Pivot::Sample => pix0_sample,
-            Pivot::Beam => add(
-                add(scale(fdet, -fbeam), scale(sdet, -sbeam)),
-                scale(beam, distance0),
-            ),
+            Pivot::Beam => add(add(scale(fdet, -fbeam), scale(sdet, -sbeam)), scale(beam, distance0)),
         };
 
         let fclose = -dot(pix0, fdet);

@@ -116,7 +116,8 @@ impl Experiment {
         let has_data = grid.as_ref().is_some_and(|g| g.entries > 0);
         if !has_data && xtal_cfg.default_f == 0.0 {
             return Err(Error::Config(
-                "no structure factors: give -hkl FILE, keep an Fdump.bin in the working directory, or set -default_F".into(),
+                "no structure factors: give -hkl FILE, keep an Fdump.bin in the working directory, or set -default_F"
+                    .into(),
             ));
         }
 
@@ -135,15 +136,11 @@ impl Experiment {
         let (mut sample_y, mut sample_z) = (xtal_cfg.sample_y, xtal_cfg.sample_z);
         if beamsize >= 0.0 {
             if beamsize < sample_y {
-                warnings.push(format!(
-                    "clipping sample ({sample_y} m high) with beam ({beamsize} m)"
-                ));
+                warnings.push(format!("clipping sample ({sample_y} m high) with beam ({beamsize} m)"));
                 sample_y = beamsize;
             }
             if beamsize < sample_z {
-                warnings.push(format!(
-                    "clipping sample ({sample_z} m wide) with beam ({beamsize} m)"
-                ));
+                warnings.push(format!("clipping sample ({sample_z} m wide) with beam ({beamsize} m)"));
                 sample_z = beamsize;
             }
         }
@@ -159,11 +156,7 @@ impl Experiment {
             Some(m) if m.len() != detector.pixels() => {
                 return Err(Error::flag(
                     "-mask",
-                    format!(
-                        "mask has {} pixels but the detector has {}",
-                        m.len(),
-                        detector.pixels()
-                    ),
+                    format!("mask has {} pixels but the detector has {}", m.len(), detector.pixels()),
                 ))
             }
             m => m.clone(),
@@ -171,10 +164,8 @@ impl Experiment {
 
         // sampling
         let phi = sampling::phi_sweep(xtal_cfg.phisteps, xtal_cfg.osc, xtal_cfg.phistep);
-        let hdiv =
-            sampling::spread_sweep(beam_cfg.hdivsteps, beam_cfg.hdivrange, beam_cfg.hdivstep);
-        let vdiv =
-            sampling::spread_sweep(beam_cfg.vdivsteps, beam_cfg.vdivrange, beam_cfg.vdivstep);
+        let hdiv = sampling::spread_sweep(beam_cfg.hdivsteps, beam_cfg.hdivrange, beam_cfg.hdivstep);
+        let vdiv = sampling::spread_sweep(beam_cfg.vdivsteps, beam_cfg.vdivrange, beam_cfg.vdivstep);
         let disp = sampling::spread_sweep(beam_cfg.dispsteps, Some(beam_cfg.dispersion), None);
         let det = &cfg.detector;
         let thick = sampling::thickness_sweep(det.thicksteps, det.thickness, det.thickstep);
@@ -201,11 +192,7 @@ impl Experiment {
 
         let lattice = CrystalLattice::new(xtal_cfg, lambda0)?;
         let n_from = |size: f64, n: f64, v: &[f64; 3]| {
-            let n = if size > 0.0 {
-                (size / norm(*v)).ceil()
-            } else {
-                n
-            };
+            let n = if size > 0.0 { (size / norm(*v)).ceil() } else { n };
             if n <= 1.0 {
                 1.0
             } else {
@@ -251,9 +238,7 @@ impl Experiment {
             ),
         };
         if sources.is_empty() {
-            return Err(Error::Config(
-                "no sources survive the divergence trimming".into(),
-            ));
+            return Err(Error::Config("no sources survive the divergence trimming".into()));
         }
 
         let mut rng = Ran1::new(-xtal_cfg.mosaic_seed);
@@ -269,8 +254,7 @@ impl Experiment {
             .collect();
 
         let water_size = samp.water_size;
-        let i_bg =
-            WATER_F * WATER_F * R_E_SQR * fluence * water_size.powi(3) * 1e6 * AVOGADRO / WATER_MW;
+        let i_bg = WATER_F * WATER_F * R_E_SQR * fluence * water_size.powi(3) * 1e6 * AVOGADRO / WATER_MW;
         let steps = sources.len() * domains * phi.count * oversample * oversample;
 
         Ok(Self {

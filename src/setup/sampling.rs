@@ -70,11 +70,7 @@ pub fn phi_sweep(count: Option<i64>, osc: Option<f64>, step: Option<f64>) -> Swe
 /// range, step, count ≤ 0 → a single sample). `count_only_range` is the range C assumes when
 /// only a count is given (1.0 for both).
 pub fn spread_sweep(count: Option<i64>, range: Option<f64>, step: Option<f64>) -> Sweep {
-    let (mut n, mut r, mut st) = (
-        count.unwrap_or(-1),
-        range.unwrap_or(-1.0),
-        step.unwrap_or(-1.0),
-    );
+    let (mut n, mut r, mut st) = (count.unwrap_or(-1), range.unwrap_or(-1.0), step.unwrap_or(-1.0));
     if n <= 0 {
         if r < 0.0 {
             if st <= 0.0 {
@@ -152,16 +148,11 @@ fn sanity(n: i64, r: f64, st: f64) -> Sweep {
 }
 
 /// Mosaic domain count and spread (rad) after C's rules; the message is C's warning, if any.
-pub fn mosaic_domains(
-    domains: Option<i64>,
-    spread: Option<f64>,
-) -> (usize, f64, Option<&'static str>) {
+pub fn mosaic_domains(domains: Option<i64>, spread: Option<f64>) -> (usize, f64, Option<&'static str>) {
     let d = domains.unwrap_or(-1);
     let s = spread.unwrap_or(-1.0);
     if d <= 0 {
-        if s < 0.0 {
-            (1, 0.0, None)
-        } else if s == 0.0 {
+        if s <= 0.0 {
             (1, 0.0, None)
         } else {
             (
@@ -171,11 +162,7 @@ pub fn mosaic_domains(
             )
         }
     } else if s < 0.0 {
-        (
-            1,
-            0.0,
-            Some("no mosaic spread specified.  setting mosaic_domains = 1"),
-        )
+        (1, 0.0, Some("no mosaic spread specified.  setting mosaic_domains = 1"))
     } else if s == 0.0 {
         (
             1,

@@ -35,10 +35,7 @@ pub fn from_rows(rows: &[SourceRow], beam: Vec3, lambda0: f64) -> Result<Vec<Sou
             let (unit, len) = unitize(pos);
             let lambda = r.lambda.unwrap_or(lambda0);
             if len == 0.0 || !len.is_finite() {
-                return Err(Error::Config(format!(
-                    "-sourcefile: source {} is at the origin",
-                    i + 1
-                )));
+                return Err(Error::Config(format!("-sourcefile: source {} is at the origin", i + 1)));
             }
             if !(lambda > 0.0 && lambda.is_finite()) {
                 return Err(Error::Config(format!(

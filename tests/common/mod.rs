@@ -13,7 +13,10 @@ pub fn golden_dir() -> Option<PathBuf> {
     if dir.join("cases.json").is_file() {
         Some(dir)
     } else {
-        eprintln!("SKIP: golden images not found at {} (set NANOBRAGG_GOLDEN_DIR)", dir.display());
+        eprintln!(
+            "SKIP: golden images not found at {} (set NANOBRAGG_GOLDEN_DIR)",
+            dir.display()
+        );
         None
     }
 }
@@ -52,7 +55,10 @@ pub fn cases(dir: &std::path::Path) -> Vec<Case> {
                 })
                 .collect();
             let bytes = std::fs::read(dir.join(c["float_image"].as_str().unwrap())).expect("float image");
-            let image = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let image = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
             Case {
                 name: c["name"].as_str().unwrap().to_string(),
                 args,
