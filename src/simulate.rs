@@ -111,13 +111,24 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
     let scene = Scene::new(exp);
     let active = exp.active_pixels();
     let plan = plan(exp, &scene, active.len(), opts);
-    let chunks: Vec<&[usize]> = active.chunks(plan.pixels_per_chunk).collect();
+    let chunks: Vec<&[u32]> = active.chunks(plan.pixels_per_chunk).collect();
     let interpolate = exp.structure_factors.interpolate;
+    let d = &exp.detector;
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let oor_chunk = AtomicUsize::new(usize::MAX);
-    let results: Mutex<Vec<Option<Result<ChunkOut>>>> = Mutex::new((0..chunks.len()).map(|_| None).collect());
+    // finished chunks write straight into the image; per chunk we keep (tricubic?, Σω)
+    let image = Mutex::new(vec![0.0f32; d.pixels()]);
+    let status: Mutex<Vec<Option<(bool, f64)>>> = Mutex::new(vec![None; chunks.len()]);
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
     let threads = opts.threads.clamp(1, chunks.len().max(1));
+    let store = |j: usize, out: ChunkOut| {
+        let mut img = image.lock().expect("no worker panicked");
+        for (&idx, &v) in chunks[j].iter().zip(&out.values) {
+            img[idx as usize] = v as f32;
+        }
+        status.lock().expect("no worker panicked")[j] = Some((out.tricubic, out.omega_sum));
+    };
 
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -125,57 +136,52 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
                 let st = SceneTensors::<B>::new(&scene, exp, device);
                 loop {
                     let j = next.fetch_add(1, Ordering::SeqCst);
-                    if j >= chunks.len() {
+                    if j >= chunks.len() || failure.lock().expect("no worker panicked").is_some() {
                         break;
                     }
                     let tri = interpolate && j < oor_chunk.load(Ordering::SeqCst);
-                    let out = render_chunk(exp, &scene, &st, chunks[j], tri, plan.block, device);
-                    if let Ok(o) = &out {
-                        if o.out_of_range {
-                            oor_chunk.fetch_min(j, Ordering::SeqCst);
+                    match render_chunk(exp, &scene, &st, chunks[j], tri, plan.block, device) {
+                        Ok(out) => {
+                            if out.out_of_range {
+                                oor_chunk.fetch_min(j, Ordering::SeqCst);
+                            }
+                            store(j, out);
+                        }
+                        Err(e) => {
+                            *failure.lock().expect("no worker panicked") = Some(e);
+                            break;
                         }
                     }
-                    results.lock().expect("no worker panicked")[j] = Some(out);
-                    let d = done.fetch_add(chunks[j].len(), Ordering::SeqCst) + chunks[j].len();
+                    let n = done.fetch_add(chunks[j].len(), Ordering::SeqCst) + chunks[j].len();
                     if let Some(p) = &opts.progress {
-                        p(d, active.len());
+                        p(n, active.len());
                     }
                 }
             });
         }
     });
+    if let Some(e) = failure.into_inner().expect("no worker panicked") {
+        return Err(e);
+    }
 
-    let mut results: Vec<ChunkOut> = results
-        .into_inner()
-        .expect("no worker panicked")
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(Error::Config("chunk not rendered".into()))))
-        .collect::<Result<_>>()?;
     // C turns interpolation off for good at the first out-of-range point: chunks after it
     // that were rendered with tricubic interpolation are redone with nearest neighbour.
     let first_oor = oor_chunk.load(Ordering::SeqCst);
     if first_oor != usize::MAX {
         let st = SceneTensors::<B>::new(&scene, exp, device);
-        for j in first_oor + 1..chunks.len() {
-            if results[j].tricubic {
-                results[j] = render_chunk(exp, &scene, &st, chunks[j], false, plan.block, device)?;
-            }
+        let redo: Vec<usize> = {
+            let status = status.lock().expect("no worker panicked");
+            (first_oor + 1..chunks.len()).filter(|&j| status[j].is_some_and(|(tri, _)| tri)).collect()
+        };
+        for j in redo {
+            store(j, render_chunk(exp, &scene, &st, chunks[j], false, plan.block, device)?);
         }
     }
-
-    let d = &exp.detector;
-    let mut data = vec![0.0f32; d.pixels()];
-    let mut omega_sum = 0.0;
-    for (chunk, out) in chunks.iter().zip(&results) {
-        for (&idx, &v) in chunk.iter().zip(&out.values) {
-            data[idx] = v as f32;
-        }
-        omega_sum += out.omega_sum;
-    }
+    let omega_sum = status.into_inner().expect("no worker panicked").iter().flatten().map(|(_, w)| w).sum();
     Ok(Image {
         fpixels: d.fpixels,
         spixels: d.spixels,
-        data,
+        data: image.into_inner().expect("no worker panicked"),
         omega_sum,
         interpolation_fell_back: first_oor != usize::MAX,
     })
@@ -183,7 +189,7 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
 
 /// Sub-pixel sample coordinates (Fdet, Sdet, Odet) `[R·3]` (m) and layer indices `[R]` of
 /// `pixels`, in C's order (layer, sub-slow, sub-fast).
-fn sample_coordinates(exp: &Experiment, pixels: &[usize]) -> (Vec<f64>, Vec<f64>) {
+fn sample_coordinates(exp: &Experiment, pixels: &[u32]) -> (Vec<f64>, Vec<f64>) {
     let d = &exp.detector;
     let os = exp.oversample;
     let sub = d.pixel_size / os as f64;
@@ -191,6 +197,7 @@ fn sample_coordinates(exp: &Experiment, pixels: &[usize]) -> (Vec<f64>, Vec<f64>
     let mut coords = Vec::with_capacity(pixels.len() * rpp * 3);
     let mut layer = Vec::with_capacity(pixels.len() * rpp);
     for &idx in pixels {
+        let idx = idx as usize;
         let (sp, fp) = (idx / d.fpixels, idx % d.fpixels);
         for t in 0..exp.sensor.layers {
             for ss in 0..os {
@@ -232,7 +239,7 @@ fn render_chunk<B: Backend>(
     exp: &Experiment,
     scene: &Scene,
     st: &SceneTensors<B>,
-    pixels: &[usize],
+    pixels: &[u32],
     tri: bool,
     block: usize,
     device: &B::Device,

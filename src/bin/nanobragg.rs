@@ -96,7 +96,7 @@ fn print_statistics(exp: &Experiment, image: &Image) {
     let n = active.len().max(1) as f64;
     let (mut sum, mut sumsq, mut max) = (0.0f64, 0.0f64, f64::MIN);
     for &i in &active {
-        let v = image.data[i] as f64;
+        let v = image.data[i as usize] as f64;
         sum += v;
         sumsq += v * v;
         max = max.max(v);

@@ -115,6 +115,9 @@ impl DetectorGeometry {
         if !(fpixels >= 1.0 && spixels >= 1.0) {
             return Err(Error::flag("-detpixels", "the detector has no pixels"));
         }
+        if fpixels * spixels > u32::MAX as f64 {
+            return Err(Error::flag("-detpixels", format!("{fpixels}x{spixels} pixels is too many")));
+        }
         let (fpixels, spixels) = (fpixels as usize, spixels as usize);
 
         // near point and beam-centre defaults

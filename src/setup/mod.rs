@@ -300,7 +300,7 @@ impl Experiment {
     }
 
     /// Indices (slow·fpixels + fast) of the pixels that are rendered: inside the ROI, not masked.
-    pub fn active_pixels(&self) -> Vec<usize> {
+    pub fn active_pixels(&self) -> Vec<u32> {
         let (nf, ns) = (self.detector.fpixels as i64, self.detector.spixels as i64);
         let r = self.roi;
         let mut out = Vec::new();
@@ -308,7 +308,7 @@ impl Experiment {
             for f in r.xmin.max(0)..=r.xmax.min(nf - 1) {
                 let idx = (s * nf + f) as usize;
                 if self.mask.as_ref().is_none_or(|m| m[idx] != 0) {
-                    out.push(idx);
+                    out.push(idx as u32);
                 }
             }
         }
