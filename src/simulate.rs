@@ -171,13 +171,21 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
         let st = SceneTensors::<B>::new(&scene, exp, device);
         let redo: Vec<usize> = {
             let status = status.lock().expect("no worker panicked");
-            (first_oor + 1..chunks.len()).filter(|&j| status[j].is_some_and(|(tri, _)| tri)).collect()
+            (first_oor + 1..chunks.len())
+                .filter(|&j| status[j].is_some_and(|(tri, _)| tri))
+                .collect()
         };
         for j in redo {
             store(j, render_chunk(exp, &scene, &st, chunks[j], false, plan.block, device)?);
         }
     }
-    let omega_sum = status.into_inner().expect("no worker panicked").iter().flatten().map(|(_, w)| w).sum();
+    let omega_sum = status
+        .into_inner()
+        .expect("no worker panicked")
+        .iter()
+        .flatten()
+        .map(|(_, w)| w)
+        .sum();
     Ok(Image {
         fpixels: d.fpixels,
         spixels: d.spixels,

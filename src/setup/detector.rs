@@ -116,7 +116,10 @@ impl DetectorGeometry {
             return Err(Error::flag("-detpixels", "the detector has no pixels"));
         }
         if fpixels * spixels > u32::MAX as f64 {
-            return Err(Error::flag("-detpixels", format!("{fpixels}x{spixels} pixels is too many")));
+            return Err(Error::flag(
+                "-detpixels",
+                format!("{fpixels}x{spixels} pixels is too many"),
+            ));
         }
         let (fpixels, spixels) = (fpixels as usize, spixels as usize);
 
