@@ -182,7 +182,10 @@ mod tests {
     }
 
     #[test]
-    fn triclinic_metric_is_reproduced() {
+    fn triclinic_cell_as_c_builds_it() {
+        // C's default orientation puts c*_z = c*·V/(abc·sinγ*) where 1/c is exact, so a
+        // triclinic cell comes out slightly sheared; its log for this cell (golden
+        // triclinic_misset_256) prints "Unit Cell: 70 80 90 75.0391 85.0136 95.0081".
         let (a, b, c) = (70.0, 80.0, 90.0);
         let (al, be, ga) = (75f64.to_radians(), 85f64.to_radians(), 95f64.to_radians());
         let cfg = CrystalConfig {
@@ -192,13 +195,13 @@ mod tests {
         };
         let x = CrystalLattice::new(&cfg, 1e-10).unwrap();
         let p = x.cell_parameters();
-        for (got, want) in p.iter().zip([a, b, c, 75.0, 85.0, 95.0]) {
-            assert!((got - want).abs() < 1e-9, "{p:?}");
+        for (got, want) in p.iter().zip([a, b, c, 75.0391, 85.0136, 95.0081]) {
+            assert!((got - want).abs() < 1e-4, "{p:?}");
         }
-        // a*·a = 1 (Å units), a*·b = 0
-        let a_ang = scale(x.a, 1e10);
+        // a* ⟂ b, c (it is built from b × c)
         let b_ang = scale(x.b, 1e10);
-        assert!((dot(x.a_star, a_ang) - 1.0).abs() < 1e-12);
+        let c_ang = scale(x.c, 1e10);
         assert!(dot(x.a_star, b_ang).abs() < 1e-12);
+        assert!(dot(x.a_star, c_ang).abs() < 1e-12);
     }
 }
