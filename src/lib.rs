@@ -13,6 +13,8 @@ pub mod engine;
 pub mod error;
 pub mod geometry;
 pub mod io;
+pub mod noise;
+pub mod output;
 pub mod physics;
 pub mod rng;
 pub mod scene;

@@ -6,13 +6,13 @@ use crate::geometry::Mat3;
 
 const IA: i64 = 16807;
 const IM: i64 = 2147483647;
-const AM: f32 = 1.0 / IM as f32;
+const AM: f64 = 1.0 / IM as f64;
 const IQ: i64 = 127773;
 const IR: i64 = 2836;
 const NTAB: usize = 32;
 const NDIV: i64 = 1 + (IM - 1) / NTAB as i64;
-const EPS: f32 = 1.2e-7;
-const RNMX: f32 = 1.0 - EPS;
+const EPS: f64 = 1.2e-7;
+const RNMX: f64 = 1.0 - EPS;
 
 /// State of one `ran1` stream. C keeps the shuffle table in statics shared by all streams,
 /// but every stream nanoBragg starts begins with a non-positive seed, which reloads the
@@ -58,9 +58,10 @@ impl Ran1 {
         let j = (self.iy / NDIV) as usize;
         self.iy = self.iv[j];
         self.iv[j] = self.idum;
-        let temp = AM * self.iy as f32;
-        if temp > RNMX {
-            RNMX
+        // C: the product is double, stored in a float, compared with the double RNMX
+        let temp = (AM * self.iy as f64) as f32;
+        if temp as f64 > RNMX {
+            RNMX as f32
         } else {
             temp
         }
@@ -134,7 +135,7 @@ mod tests {
         for _ in 0..1000 {
             let v = rng.next_f32();
             assert!(v > 0.0 && v < 1.0);
-            let hit = raw.iter().any(|&r| (AM * r as f32) == v);
+            let hit = raw.iter().any(|&r| (AM * r as f64) as f32 == v);
             assert!(hit, "{v} is not a Park-Miller value");
         }
     }

@@ -1,13 +1,18 @@
 //! `nanobragg`: drop-in replacement for the C nanoBragg program.
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
-use nanobragg::config::HklSource;
+use nanobragg::config::{HklSource, SimConfig};
 use nanobragg::engine::{Engine, Precision};
-use nanobragg::io::{fdump::write_fdump, raw::write_float_image};
-use nanobragg::setup::{load_structure_factors, Experiment};
-use nanobragg::simulate::{Image, RenderOptions};
+use nanobragg::io::{fdump::write_fdump, pgm::write_pgm, raw::write_float_image, smv::write_smv};
+use nanobragg::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale, smv_fields, Statistics};
+use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
+use nanobragg::simulate::{Image, Progress, RenderOptions};
 use nanobragg::Result;
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// C exits with 9 on bad input; so do we, for every error.
 const EXIT_ERROR: u8 = 9;
@@ -41,14 +46,47 @@ fn run(args: &[String]) -> Result<()> {
         println!("WARNING: {w}");
     }
     print_setup(&exp);
-    let image = engine(&run_opts).render(&exp, &render_options(&run_opts))?;
-    print_statistics(&exp, &image);
-    write_float_image(&cfg.output.floatfile, &image.data)?;
+    let image = engine(&run_opts).render(&exp, &render_options(&cfg, &run_opts))?;
+    if image.interpolation_fell_back {
+        println!("WARNING: out of range for three point interpolation: nearest neighbour used from there on");
+    }
+    write_outputs(&cfg, &exp, &image)
+}
+
+fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()> {
+    let out = &cfg.output;
+    let sr = image.omega_sum / exp.steps as f64;
     println!(
-        "wrote {} as {} 4-byte floats",
-        cfg.output.floatfile.display(),
+        "solid angle subtended by detector = {sr:e} steradian ( {:e}% sphere)",
+        100.0 * sr / 4.0 / std::f64::consts::PI
+    );
+    let stats = Statistics::new(exp, image);
+    write_float_image(&out.floatfile, &image.data)?;
+    println!(
+        "writing {} as {} 4-byte floats",
+        out.floatfile.display(),
         image.data.len()
     );
+    println!("max_I = {}  at {} {}", stats.max_i, stats.max_at.0, stats.max_at.1);
+    println!("mean= {} rms= {} rmsd= {}", stats.mean, stats.rms, stats.rmsd);
+    let scale = int_scale(out.scale, &stats);
+    println!("intfile_scale = {scale}");
+    let fields = smv_fields(exp);
+    write_smv(&out.intfile, &fields, &int_image(exp, image, scale, out.adc))?;
+    println!("writing {} as 2-byte integers", out.intfile.display());
+    if let Some(pgm) = &out.pgmfile {
+        let s = pgm_scale(out.pgmscale, scale, &stats);
+        println!("pgm_scale = {s}");
+        write_pgm(pgm, image.fpixels, image.spixels, s, &pgm_image(exp, image, s))?;
+        println!("writing {} as 1-byte integers", pgm.display());
+    }
+    if let Some(noisefile) = &out.noisefile {
+        let seed = out.seed.unwrap_or_else(time_seed);
+        let (noisy, photons, overloads) = noise_image(exp, image, seed, out.adc);
+        println!("{photons:.0} photons on noise image ({overloads} overloads)");
+        write_smv(noisefile, &fields, &noisy)?;
+        println!("writing {} as 2-byte integers", noisefile.display());
+    }
     Ok(())
 }
 
@@ -61,51 +99,70 @@ fn engine(opts: &RunOptions) -> Engine {
     Engine::Cpu { precision }
 }
 
-fn render_options(opts: &RunOptions) -> RenderOptions {
+fn render_options(cfg: &SimConfig, opts: &RunOptions) -> RenderOptions {
     let mut r = RenderOptions::default();
     if let Some(b) = opts.memory_budget_bytes {
         r.memory_budget = b;
     }
+    if cfg.output.progress && std::io::stderr().is_terminal() {
+        r.progress = Some(progress_bar());
+    }
     r
+}
+
+/// A progress bar on stderr that appears once a render has run for a second.
+fn progress_bar() -> Progress {
+    let start = Instant::now();
+    let bar: Mutex<Option<ProgressBar>> = Mutex::new(None);
+    Arc::new(move |done, total| {
+        if start.elapsed() < Duration::from_secs(1) && done < total {
+            return;
+        }
+        let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
+        let b = bar.get_or_insert_with(|| {
+            let b = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{bar:40} {percent:>3}% {pos}/{len} pixels, {eta} left") {
+                b.set_style(style);
+            }
+            b
+        });
+        b.set_position(done as u64);
+        if done >= total {
+            b.finish_and_clear();
+        }
+    })
 }
 
 fn print_setup(exp: &Experiment) {
     let d = &exp.detector;
-    println!("  {:?} convention, pivot {:?}", d.convention, d.pivot);
+    println!(
+        "{:?} convention selected, pivoting detector around {:?}",
+        d.convention, d.pivot
+    );
     println!("DETECTOR_PIX0_VECTOR {} {} {}", d.pix0[0], d.pix0[1], d.pix0[2]);
+    let [a, b, c, al, be, ga] = exp.lattice.cell_parameters();
+    println!("Unit Cell: {a} {b} {c} {al} {be} {ga}");
+    if let Some(m) = exp.lattice.misset {
+        println!(
+            "misset angles: {} {} {} deg",
+            m[0].to_degrees(),
+            m[1].to_degrees(),
+            m[2].to_degrees()
+        );
+    }
+    println!(
+        "  {} sources, {} mosaic domains, {} phi steps",
+        exp.sources.len(),
+        exp.mosaic_umats.len(),
+        exp.phi.count
+    );
+    println!("  xtal: {}x{}x{} cells", exp.n_cells[0], exp.n_cells[1], exp.n_cells[2]);
     println!(
         "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
         d.distance, d.detsize_f, d.detsize_s, d.pixel_size, d.fpixels, d.spixels
     );
-    println!(
-        "  Fbeam={} Sbeam={}  Fclose={} Sclose={}",
-        d.fbeam, d.sbeam, d.fclose, d.sclose
-    );
-    println!(
-        "  {} sources, {} mosaic domains, {} phi steps, {}x{} pixel oversample steps",
-        exp.sources.len(),
-        exp.mosaic_umats.len(),
-        exp.phi.count,
-        exp.oversample,
-        exp.oversample
-    );
-}
-
-fn print_statistics(exp: &Experiment, image: &Image) {
-    let active = exp.active_pixels();
-    let n = active.len().max(1) as f64;
-    let (mut sum, mut sumsq, mut max) = (0.0f64, 0.0f64, f64::MIN);
-    for &i in &active {
-        let v = image.data[i as usize] as f64;
-        sum += v;
-        sumsq += v * v;
-        max = max.max(v);
-    }
-    let sr = image.omega_sum / exp.steps as f64;
-    println!(
-        "solid angle subtended by detector = {sr} steradian ( {}% sphere)",
-        100.0 * sr / 4.0 / std::f64::consts::PI
-    );
-    println!("max_I = {max}");
-    println!("mean= {} rms= {}", sum / n, (sumsq / (n - 1.0).max(1.0)).sqrt());
+    println!("  Xbeam={} Ybeam={}", d.xbeam, d.ybeam);
+    println!("  Fbeam={} Sbeam={}", d.fbeam, d.sbeam);
+    println!("  Fclose={} Sclose={}", d.fclose, d.sclose);
+    println!("  {}x{} pixel oversample steps", exp.oversample, exp.oversample);
 }
