@@ -20,6 +20,7 @@ pub mod rng;
 pub mod scene;
 pub mod setup;
 pub mod simulate;
+pub mod trace;
 
 pub use config::SimConfig;
 pub use error::{Error, Result};

@@ -480,11 +480,15 @@ fn run(args: &[OsString]) -> Result<(), Failure> {
     println!("  max          C {:.6e}   nanobragg {:.6e}", s.max_c, s.max_nb);
     println!("  Pearson r    {:.12}", s.pearson);
     println!("  RMSE         {:.4e}", s.rmse);
-    println!(
-        "  max |diff|   {:.4e} at slow {slow}, fast {fast} ({:.3e} of C's max)",
-        s.max_abs_diff,
-        s.max_abs_diff / s.max_c
-    );
+    if s.max_abs_diff == 0.0 {
+        println!("  max |diff|   0 (identical images)");
+    } else {
+        println!(
+            "  max |diff|   {:.4e} at slow {slow}, fast {fast} ({:.3e} of C's max)",
+            s.max_abs_diff,
+            s.max_abs_diff / s.max_c
+        );
+    }
     if s.nonfinite_c + s.nonfinite_nb > 0 {
         println!(
             "  non-finite   C {} pixels, nanobragg {} pixels",

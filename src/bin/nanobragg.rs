@@ -8,6 +8,7 @@ use nanobragg::io::{fdump::write_fdump, pgm::write_pgm, raw::write_float_image, 
 use nanobragg::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale, smv_fields, Statistics};
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
 use nanobragg::simulate::{Image, Progress, RenderOptions};
+use nanobragg::trace::trace_pixel;
 use nanobragg::Result;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -50,7 +51,26 @@ fn run(args: &[String]) -> Result<()> {
     if image.interpolation_fell_back {
         println!("WARNING: out of range for three point interpolation: nearest neighbour used from there on");
     }
+    print_traces(&cfg, &exp);
     write_outputs(&cfg, &exp, &image)
+}
+
+/// `-trace_pixel s f` and `-printout_pixel f s`: C's per-pixel trace of intermediate values.
+fn print_traces(cfg: &SimConfig, exp: &Experiment) {
+    let out = &cfg.output;
+    let wanted = out.trace_pixel.map(|(s, f)| (f, s)).into_iter().chain(out.printout_pixel);
+    for (f, s) in wanted {
+        let traced = usize::try_from(f).ok().zip(usize::try_from(s).ok()).and_then(|(f, s)| trace_pixel(exp, f, s));
+        match traced {
+            Some(t) => {
+                println!("TRACE: pixel fast={f} slow={s}");
+                for line in t.lines {
+                    println!("TRACE: {line}");
+                }
+            }
+            None => println!("WARNING: pixel fast={f} slow={s} is not on the detector; nothing to trace"),
+        }
+    }
 }
 
 fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()> {

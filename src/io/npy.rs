@@ -91,7 +91,7 @@ mod tests {
             "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
         );
         assert_eq!(back, data);
-        assert_eq!(bytes.len(), 64 + 24);
+        assert_eq!(bytes.len(), 128 + 24);
 
         write_npy_f32(&p, &[4], &data[..4]).unwrap();
         let (h, back) = parse(&std::fs::read(&p).unwrap());

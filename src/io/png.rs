@@ -53,7 +53,7 @@ impl LogScale {
             return 0;
         }
         let denom = (self.top / self.s).ln_1p();
-        if !(denom > 0.0) {
+        if denom.is_nan() || denom <= 0.0 {
             return 255;
         }
         let v = ((x / self.s).ln_1p() / denom).min(1.0);
@@ -204,7 +204,10 @@ mod tests {
         assert_eq!(s.s, 5000.0);
         assert_eq!(s.top, 9990.0);
         assert_eq!(s.map(20_000.0), 255);
-        assert!(s.map(1.0) > 0);
+        // Far below the median a pixel is nearly black; the median itself is clearly visible.
+        assert_eq!(s.map(1.0), 0);
+        assert!(s.map(50.0) > 0);
+        assert!(s.map(5000.0) > 100 && s.map(5000.0) < s.map(9000.0));
         // A shared scale is computed over both images.
         let both = LogScale::from_images(&[&[1.0, 2.0], &[3.0]]);
         assert_eq!(both.s, 2.0);
