@@ -263,7 +263,7 @@ fn lattice_shapes_match_their_formulas() {
             let vol = n[0] * n[1] * n[2];
             let want = match shape {
                 CrystalShape::Square => (0..3)
-                    .map(|a| ((n[a] * PI * v[a]).sin() / (PI * v[a]).sin()))
+                    .map(|a| (n[a] * PI * v[a]).sin() / (PI * v[a]).sin())
                     .product::<f64>(),
                 CrystalShape::Round => {
                     let r2: f64 = (0..3).map(|a| (frac(v[a]) * n[a]).powi(2)).sum();
