@@ -120,3 +120,78 @@ fn malformed_hkl_names_the_line() {
     assert!(err.contains("bad.hkl:2"), "{err}");
     assert!(!tmp.path().join("out.f32").exists());
 }
+
+#[test]
+fn malformed_input_files_name_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &[u8]| {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let mat = write("bad.mat", b"0.01 0 0\n0 0.01 zero\n0 0 0.01\n");
+    let src = write("bad_sources.txt", b"-10 0 0 1 6.2e-10\n-10 0.1 abc\n");
+    let smv = write("bad.img", b"this is not an SMV file at all");
+    let empty_hkl = write("empty.hkl", b"\n\n");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["-default_F".into(), "100".into(), "-mat".into(), mat.clone()],
+            "bad.mat:2",
+        ),
+        (
+            vec!["-default_F".into(), "100".into(), "-sourcefile".into(), src.clone()],
+            "bad_sources.txt:2",
+        ),
+        (
+            vec!["-default_F".into(), "100".into(), "-mask".into(), smv.clone()],
+            "bad.img",
+        ),
+        (
+            vec!["-default_F".into(), "100".into(), "-img".into(), smv.clone()],
+            "bad.img",
+        ),
+        (vec!["-hkl".into(), empty_hkl.clone()], "empty.hkl"),
+    ];
+    for (extra, needle) in cases {
+        let mut args: Vec<&str> = BASE.to_vec();
+        args.extend(extra.iter().map(String::as_str));
+        args.extend(["-floatfile", "out.f32"]);
+        let out = nanobragg(tmp.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err:?} lacks {needle:?}");
+        assert!(!tmp.path().join("out.f32").exists());
+        assert!(!tmp.path().join("intimage.img").exists());
+    }
+}
+
+#[test]
+fn out_of_range_values_are_refused() {
+    for (flag, value) in [
+        ("-detpixels", "-5"),
+        ("-lambda", "-1"),
+        ("-energy", "0"),
+        ("-pixel", "nan"),
+        ("-N", "x"),
+    ] {
+        let mut args: Vec<&str> = vec!["-default_F", "100", "-cell", "100", "100", "100", "90", "90", "90"];
+        args.extend([flag, value]);
+        expect_error(&args, flag);
+    }
+}
+
+#[test]
+fn unwritable_output_is_an_error_without_partial_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args: Vec<&str> = BASE.to_vec();
+    args.extend(["-default_F", "100", "-floatfile", "no_such_dir/out.f32"]);
+    let out = nanobragg(tmp.path(), &args);
+    assert_eq!(out.status.code(), Some(9));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_dir/out.f32"));
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -29,6 +29,7 @@ fn compare(cwd: &Path, options: &[&str], flags: &[&str]) -> Output {
         .args(flags)
         .current_dir(cwd)
         .env_remove("NB_C_BIN")
+        .env_remove("NANOBRAGG_C_BIN")
         .output()
         .expect("compare binary runs")
 }
@@ -164,4 +165,31 @@ fn bad_flags_are_reported() {
     assert_eq!(o.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("-no_such_flag"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn size_mismatch_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    // A stand-in "C program" that renders a smaller detector than asked for.
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = tmp.path().join("fake-c.sh");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" -detpixels 16\n",
+            env!("CARGO_BIN_EXE_nanobragg")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = compare(tmp.path(), &["--c-bin", fake.to_str().unwrap()], TINY);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("C wrote 256 pixels, expected 1024"), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("compare_out/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["exit_code"]["c"], 0);
+    assert!(summary["error"].as_str().unwrap().contains("256 pixels"));
+    assert!(!tmp.path().join("compare_out/diff.png").exists());
 }

@@ -14,6 +14,9 @@
 //! white zero), `c.npy` and `nanobragg.npy` (the images, shape `[slow, fast]`), `c.log` and
 //! `nanobragg.log` (each program's stdout then stderr) and `summary.json`.
 //!
+//! The C program is `--c-bin`, else `$NB_C_BIN`, else `$NANOBRAGG_C_BIN` (the variable the
+//! crate's C-comparison tests use).
+//!
 //! Exit status: 0 when both ran and were compared, 1 when a program is missing or failed or the
 //! images cannot be compared, 2 for bad usage.
 
@@ -34,7 +37,7 @@ usage: nanobragg-compare [--c-bin PATH] [--out DIR] [--nanobragg PATH] -- <C fla
 Runs the C nanoBragg program and nanobragg on the same flags, each in a fresh temporary
 directory (with -nonoise -nopgm -floatfile added), and compares their float images.
 
-  --c-bin PATH      the C program (default: $NB_C_BIN)
+  --c-bin PATH      the C program (default: $NB_C_BIN, else $NANOBRAGG_C_BIN)
   --nanobragg PATH  this port's binary (default: nanobragg next to this program)
   --out DIR         where to write c.png, nanobragg.png, diff.png, *.npy, *.log and
                     summary.json (default: ./compare_out)
@@ -139,11 +142,13 @@ fn parse_options(args: &[OsString]) -> Result<Option<Options>, Failure> {
     if flags.is_empty() {
         return Err(Failure::Usage("no C flags after '--'".into()));
     }
-    let c_bin = match c_bin.or_else(|| {
-        std::env::var_os("NB_C_BIN")
-            .filter(|v| !v.is_empty())
+    let from_env = || {
+        ["NB_C_BIN", "NANOBRAGG_C_BIN"]
+            .iter()
+            .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
             .map(PathBuf::from)
-    }) {
+    };
+    let c_bin = match c_bin.or_else(from_env) {
         Some(p) => p,
         None => return Err(Failure::Usage("no C binary: pass --c-bin PATH or set NB_C_BIN".into())),
     };
@@ -188,14 +193,15 @@ fn resolve_file_flags(flags: &[String], cwd: &Path) -> Vec<String> {
 struct RunResult {
     /// Exit code; `None` when killed by a signal.
     code: Option<i32>,
-    success: bool,
+    /// Wall-clock time from start to exit (s).
     seconds: f64,
-    /// Its float image, when it succeeded.
-    image: Option<Vec<f32>>,
+    /// Its float image, or what went wrong (failed, unreadable image, wrong size).
+    image: Result<Vec<f32>, String>,
 }
 
 /// Runs `program` with `flags` in a fresh temporary directory, saves its output to `log`, and
-/// reads its float image (`pixels` values) when it succeeds.
+/// reads its float image, which must hold `pixels` values. Only a program that cannot be started
+/// at all (or an output that cannot be written) is an error here.
 fn run_program(label: &str, program: &Path, flags: &[String], log: &Path, pixels: usize) -> Result<RunResult, Failure> {
     let dir = tempfile::Builder::new()
         .prefix("nanobragg-compare-")
@@ -212,37 +218,30 @@ fn run_program(label: &str, program: &Path, flags: &[String], log: &Path, pixels
     let mut text = output.stdout.clone();
     text.extend_from_slice(&output.stderr);
     write_atomic(log, &text).map_err(|e| Failure::Run(e.to_string()))?;
-    let success = output.status.success();
-    let image = if success {
-        let path = dir.path().join(FLOAT_NAME);
-        Some(
-            read_float_image(&path, None)
-                .map_err(|e| Failure::Run(format!("{label} ran but its float image cannot be read: {e}")))?,
-        )
+    let image = if output.status.success() {
+        match read_float_image(&dir.path().join(FLOAT_NAME), None) {
+            Ok(img) if img.len() == pixels => Ok(img),
+            Ok(img) => Err(format!(
+                "{label} wrote {} pixels, expected {pixels} for these flags",
+                img.len()
+            )),
+            Err(e) => Err(format!("{label} ran but its float image cannot be read: {e}")),
+        }
     } else {
-        let tail: Vec<&str> = std::str::from_utf8(&text)
+        let lines: Vec<&str> = std::str::from_utf8(&text)
             .unwrap_or("")
             .lines()
             .filter(|l| !l.trim().is_empty())
             .collect();
-        let tail = tail[tail.len().saturating_sub(5)..].join("\n    ");
+        let tail = lines[lines.len().saturating_sub(5)..].join("\n    ");
         eprintln!(
             "nanobragg-compare: {label} failed ({}); last lines of its output:\n    {tail}",
             status_text(output.status.code())
         );
-        None
+        Err(format!("{label} failed ({})", status_text(output.status.code())))
     };
-    if let Some(img) = &image {
-        if img.len() != pixels {
-            return Err(Failure::Run(format!(
-                "{label} wrote {} pixels, expected {pixels} for these flags",
-                img.len()
-            )));
-        }
-    }
     Ok(RunResult {
         code: output.status.code(),
-        success,
         seconds,
         image,
     })
@@ -404,16 +403,19 @@ fn run(args: &[OsString]) -> Result<(), Failure> {
         write_atomic(&out.join("summary.json"), text.as_bytes()).map_err(|e| Failure::Run(e.to_string()))
     };
 
-    let (Some(ci), Some(ni)) = (&c.image, &nb.image) else {
-        let failed: Vec<String> = [("C", &c), ("nanobragg", &nb)]
-            .iter()
-            .filter(|(_, r)| !r.success)
-            .map(|(l, r)| format!("{l} ({})", status_text(r.code)))
-            .collect();
-        let msg = format!("failed: {}; see the logs in {}", failed.join(", "), out.display());
-        summary["error"] = json!(msg);
-        write_summary(&summary)?;
-        return Err(Failure::Run(msg));
+    let (ci, ni) = match (&c.image, &nb.image) {
+        (Ok(ci), Ok(ni)) => (ci, ni),
+        (ci, ni) => {
+            let problems: Vec<&str> = [ci, ni]
+                .into_iter()
+                .filter_map(|r| r.as_ref().err())
+                .map(String::as_str)
+                .collect();
+            let msg = format!("{}; see the logs in {}", problems.join(", "), out.display());
+            summary["error"] = json!(msg);
+            write_summary(&summary)?;
+            return Err(Failure::Run(msg));
+        }
     };
 
     let s = stats(ci, ni);
@@ -459,7 +461,12 @@ fn run(args: &[OsString]) -> Result<(), Failure> {
     );
     obj.insert(
         "preview".into(),
-        json!({ "log_s": scale.s, "log_top": scale.top, "diff_scale": dscale }),
+        json!({
+            "log_s": scale.s,
+            "log_top": scale.top,
+            "diff_scale": dscale,
+            "diff": "nanobragg - C: red > 0, blue < 0, white 0, full colour at +-diff_scale",
+        }),
     );
     write_summary(&summary)?;
 

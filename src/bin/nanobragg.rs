@@ -9,7 +9,7 @@ use nanobragg::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale,
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
 use nanobragg::simulate::{Image, Progress, RenderOptions};
 use nanobragg::trace::trace_pixel;
-use nanobragg::Result;
+use nanobragg::{Error, Result};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -37,6 +37,7 @@ fn run(args: &[String]) -> Result<()> {
         }
         Parsed::Run(cfg, opts) => (*cfg, opts),
     };
+    check_output_dirs(&cfg)?;
     let grid = load_structure_factors(&cfg)?;
     let exp = Experiment::with_structure_factors(&cfg, grid)?;
     if let (HklSource::File(_), Some(grid)) = (&cfg.crystal.hkl, &exp.structure_factors.grid) {
@@ -58,9 +59,16 @@ fn run(args: &[String]) -> Result<()> {
 /// `-trace_pixel s f` and `-printout_pixel f s`: C's per-pixel trace of intermediate values.
 fn print_traces(cfg: &SimConfig, exp: &Experiment) {
     let out = &cfg.output;
-    let wanted = out.trace_pixel.map(|(s, f)| (f, s)).into_iter().chain(out.printout_pixel);
+    let wanted = out
+        .trace_pixel
+        .map(|(s, f)| (f, s))
+        .into_iter()
+        .chain(out.printout_pixel);
     for (f, s) in wanted {
-        let traced = usize::try_from(f).ok().zip(usize::try_from(s).ok()).and_then(|(f, s)| trace_pixel(exp, f, s));
+        let traced = usize::try_from(f)
+            .ok()
+            .zip(usize::try_from(s).ok())
+            .and_then(|(f, s)| trace_pixel(exp, f, s));
         match traced {
             Some(t) => {
                 println!("TRACE: pixel fast={f} slow={s}");
@@ -106,6 +114,19 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()>
         println!("{photons:.0} photons on noise image ({overloads} overloads)");
         write_smv(noisefile, &fields, &noisy)?;
         println!("writing {} as 2-byte integers", noisefile.display());
+    }
+    Ok(())
+}
+
+/// Fail before a long render if an output file's directory does not exist.
+fn check_output_dirs(cfg: &SimConfig) -> Result<()> {
+    let out = &cfg.output;
+    let files = [Some(&out.floatfile), Some(&out.intfile), out.pgmfile.as_ref(), out.noisefile.as_ref()];
+    for path in files.into_iter().flatten() {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return Err(Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "directory does not exist")));
+        }
     }
     Ok(())
 }
