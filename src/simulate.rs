@@ -384,7 +384,9 @@ fn render_chunk<B: Backend>(
             let term = term.reshape([p, rpp * c]);
             let suffix = factor.reshape([p, rpp * c]).flip([1]).cumprod(1).flip([1]);
             let all = suffix.clone().slice([0..p, 0..1]);
-            (term * suffix).sum_dim(1) + all * exp.i_bg
+            // skipped terms are 0 even where the running product overflowed (0·∞)
+            let skipped = term.clone().equal_elem(0.0);
+            (term * suffix).mask_fill(skipped, 0.0).sum_dim(1) + all * exp.i_bg
         }
     };
     intensity = intensity * (R_E_SQR * exp.fluence / exp.steps as f64);

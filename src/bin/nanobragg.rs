@@ -49,6 +49,10 @@ fn run(args: &[String]) -> Result<()> {
     }
     print_setup(&exp);
     let image = engine(&run_opts).render(&exp, &render_options(&cfg, &run_opts))?;
+    let non_finite = image.data.iter().filter(|v| !v.is_finite()).count();
+    if non_finite > 0 {
+        println!("WARNING: {non_finite} pixels overflowed to infinity (as C: e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term)");
+    }
     if image.interpolation_fell_back {
         println!("WARNING: out of range for three point interpolation: nearest neighbour used from there on");
     }
@@ -121,11 +125,22 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()>
 /// Fail before a long render if an output file's directory does not exist.
 fn check_output_dirs(cfg: &SimConfig) -> Result<()> {
     let out = &cfg.output;
-    let files = [Some(&out.floatfile), Some(&out.intfile), out.pgmfile.as_ref(), out.noisefile.as_ref()];
+    let files = [
+        Some(&out.floatfile),
+        Some(&out.intfile),
+        out.pgmfile.as_ref(),
+        out.noisefile.as_ref(),
+    ];
     for path in files.into_iter().flatten() {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
         if !dir.is_dir() {
-            return Err(Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "directory does not exist")));
+            return Err(Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "directory does not exist"),
+            ));
         }
     }
     Ok(())

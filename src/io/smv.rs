@@ -355,10 +355,17 @@ impl SmvFields {
     /// space padding. Values are formatted with `%g`; `DIALS_ORIGIN` has no trailing `;`, as in
     /// C. `BYTE_ORDER` is always `little_endian` because [`write_smv`] writes little-endian data.
     pub fn header_text(&self) -> String {
+        self.header_text_sized(WRITTEN_HEADER_BYTES)
+    }
+
+    /// [`SmvFields::header_text`] announcing `header_bytes` in `HEADER_BYTES`.
+    fn header_text_sized(&self, header_bytes: usize) -> String {
         let g = fmt_g;
         let [o1, o2, o3] = self.dials_origin_mm;
         let mut s = String::with_capacity(WRITTEN_HEADER_BYTES);
-        s.push_str("{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n");
+        s.push_str(&format!(
+            "{{\nHEADER_BYTES={header_bytes};\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n"
+        ));
         s.push_str(&format!("SIZE1={};\nSIZE2={};\n", self.fpixels, self.spixels));
         for (key, v) in [
             ("PIXEL_SIZE", self.pixel_size_mm),
@@ -433,8 +440,11 @@ impl SmvFields {
 /// Writes an SMV image as C does: the header of [`SmvFields::header_text`], spaces up to byte
 /// 512, then `data` as little-endian `u16` (fast-major), atomically.
 ///
-/// Errors: `data.len() != fpixels·spixels`, or a header longer than 512 bytes (only possible
-/// with absurd values; C would then write a file whose `HEADER_BYTES=512` is wrong).
+/// A header longer than 512 bytes (long `%g` values: negative centres, 2θ, φ...) announces and
+/// is padded to the next multiple of 512 bytes. C instead writes it unpadded after
+/// `HEADER_BYTES=512`, so its data start at the wrong offset; see docs/differences.md.
+///
+/// Errors: `data.len() != fpixels·spixels`.
 pub fn write_smv(path: &Path, fields: &SmvFields, data: &[u16]) -> Result<()> {
     let invalid = |msg: String| Error::io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, msg));
     if fields.fpixels.checked_mul(fields.spixels) != Some(data.len()) {
@@ -445,16 +455,15 @@ pub fn write_smv(path: &Path, fields: &SmvFields, data: &[u16]) -> Result<()> {
             fields.spixels
         )));
     }
-    let header = fields.header_text();
-    if header.len() > WRITTEN_HEADER_BYTES {
-        return Err(invalid(format!(
-            "SMV header is {} bytes, longer than {WRITTEN_HEADER_BYTES}",
-            header.len()
-        )));
+    let mut size = WRITTEN_HEADER_BYTES;
+    let mut header = fields.header_text_sized(size);
+    while header.len() > size {
+        size = header.len().div_ceil(WRITTEN_HEADER_BYTES) * WRITTEN_HEADER_BYTES;
+        header = fields.header_text_sized(size);
     }
-    let mut bytes = Vec::with_capacity(WRITTEN_HEADER_BYTES + 2 * data.len());
+    let mut bytes = Vec::with_capacity(size + 2 * data.len());
     bytes.extend_from_slice(header.as_bytes());
-    bytes.resize(WRITTEN_HEADER_BYTES, b' ');
+    bytes.resize(size, b' ');
     for v in data {
         bytes.extend_from_slice(&v.to_le_bytes());
     }
@@ -476,6 +485,37 @@ mod tests {
 
     /// Every golden SMV file C wrote is reproduced byte for byte (header and pixels) from the
     /// values parsed back out of it.
+    #[test]
+    fn long_headers_grow_to_the_next_block() {
+        let fields = SmvFields {
+            fpixels: 2,
+            spixels: 1,
+            beam_center_x_mm: -123.456789,
+            beam_center_y_mm: -123.456789,
+            adxv_center_x_mm: -123.456789,
+            adxv_center_y_mm: -123.456789,
+            mosflm_center_x_mm: -123.456789,
+            mosflm_center_y_mm: -123.456789,
+            denzo_x_beam_mm: -123.456789,
+            denzo_y_beam_mm: -123.456789,
+            dials_origin_mm: [-123.456789; 3],
+            xds_orgx_px: -1234.56789,
+            xds_orgy_px: -1234.56789,
+            twotheta_deg: -23.4567,
+            phi_deg: -123.456,
+            osc_start_deg: -123.456,
+            osc_range_deg: 0.123456,
+            ..Default::default()
+        };
+        assert!(fields.header_text().len() > 512);
+        let file = write_temp(b"");
+        write_smv(file.path(), &fields, &[7, 9]).unwrap();
+        let (h, data) = read_smv_u16(file.path()).unwrap();
+        assert_eq!(h.header_bytes, 1024);
+        assert_eq!(data, vec![7, 9]);
+        assert_eq!(SmvFields::from_header(&h).unwrap().twotheta_deg, -23.4567);
+    }
+
     #[test]
     fn golden_files_rewritten_identically() {
         let Some(dir) = golden_dir() else { return };
@@ -685,7 +725,9 @@ mod tests {
             osc_range_deg: -1.23456e-300,
             twotheta_deg: -1.23456e-300,
         };
-        assert!(write_smv(&p, &too_long, &[1]).is_err());
+        // a long header grows to the next 512-byte block instead of failing
+        write_smv(&p, &too_long, &[1]).unwrap();
+        assert_eq!(read_smv_u16(&p).unwrap().0.header_bytes, 1024);
     }
 
     proptest! {

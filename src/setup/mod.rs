@@ -212,7 +212,14 @@ impl Experiment {
         .into_iter()
         .fold(0.0, f64::max);
         let reciprocal_pixel = lambda0 * detector.distance / detector.pixel_size;
-        let recommended = ((3.0 * xtal_max / reciprocal_pixel).ceil() as i64).max(1) as usize;
+        // C stores this in an int: a non-finite value (beam parallel to the detector, distance 0)
+        // becomes negative there and falls back to 1
+        let ratio = (3.0 * xtal_max / reciprocal_pixel).ceil();
+        let recommended = if ratio.is_finite() && ratio >= 1.0 && ratio <= i32::MAX as f64 {
+            ratio as usize
+        } else {
+            1
+        };
         let oversample = match samp.oversample {
             Some(n) if n > 0 => n as usize,
             _ => recommended,
