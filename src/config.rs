@@ -346,6 +346,10 @@ pub struct OutputConfig {
     pub intfile: PathBuf,
     pub noisefile: Option<PathBuf>,
     pub pgmfile: Option<PathBuf>,
+    /// Log-scaled 8-bit PNG preview (`-pngfile`, beyond C).
+    pub pngfile: Option<PathBuf>,
+    /// The float image as a NumPy `.npy` array `[slow, fast]` (`-npyfile`, beyond C).
+    pub npyfile: Option<PathBuf>,
     /// Int-image scale; `None` or ≤ 0 = automatic (55000 / max).
     pub scale: Option<f64>,
     /// Offset added to int and noise images. Default 40.
@@ -368,6 +372,8 @@ impl Default for OutputConfig {
             intfile: PathBuf::from("intimage.img"),
             noisefile: Some(PathBuf::from("noiseimage.img")),
             pgmfile: Some(PathBuf::from("image.pgm")),
+            pngfile: None,
+            npyfile: None,
             scale: None,
             adc: 40.0,
             pgmscale: None,

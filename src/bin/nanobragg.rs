@@ -4,7 +4,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
 use nanobragg::config::{HklSource, SimConfig};
 use nanobragg::engine::{Engine, Precision};
-use nanobragg::io::{fdump::write_fdump, pgm::write_pgm, raw::write_float_image, smv::write_smv};
+use nanobragg::io::{
+    fdump::write_fdump, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image,
+    smv::write_smv,
+};
 use nanobragg::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale, smv_fields, Statistics};
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
 use nanobragg::simulate::{Image, Progress, RenderOptions};
@@ -111,6 +114,14 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()>
         println!("pgm_scale = {s}");
         write_pgm(pgm, image.fpixels, image.spixels, s, &pgm_image(exp, image, s))?;
         println!("writing {} as 1-byte integers", pgm.display());
+    }
+    if let Some(png) = &out.pngfile {
+        write_png_preview(png, image.fpixels, image.spixels, &image.data)?;
+        println!("writing {} as a log-scaled PNG preview", png.display());
+    }
+    if let Some(npy) = &out.npyfile {
+        write_npy_f32(npy, &[image.spixels, image.fpixels], &image.data)?;
+        println!("writing {} as a [{}, {}] float32 NumPy array", npy.display(), image.spixels, image.fpixels);
     }
     if let Some(noisefile) = &out.noisefile {
         let seed = out.seed.unwrap_or_else(time_seed);

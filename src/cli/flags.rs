@@ -127,6 +127,8 @@ pub(crate) enum Opt {
     Progress,
     NoProgress,
     // Port-only options.
+    Pngfile,
+    Npyfile,
     Engine,
     Precision,
     MemoryMb,
@@ -333,6 +335,8 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     ("-progress", Opt::Progress),
     ("-noprogress", Opt::NoProgress),
     // Port-only options.
+    ("-pngfile", Opt::Pngfile),
+    ("-npyfile", Opt::Npyfile),
     ("-engine", Opt::Engine),
     ("-precision", Opt::Precision),
     ("-memory_mb", Opt::MemoryMb),

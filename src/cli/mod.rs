@@ -723,6 +723,8 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
         Opt::NoProgress => out.progress = false,
 
         // Port-only options.
+        Opt::Pngfile => out.pngfile = Some(v.path()),
+        Opt::Npyfile => out.npyfile = Some(v.path()),
         Opt::Engine => {
             // Only the CPU engine exists so far; other engines are added with their backends.
             if v.text(0) != "cpu" {

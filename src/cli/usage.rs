@@ -121,8 +121,10 @@ Output
   -progress | -noprogress   progress meter on (default) or off
 
 Port options
+  -pngfile FILE             log-scaled 8-bit PNG preview of the float image
+  -npyfile FILE             the float image as a NumPy .npy array [slow, fast]
   -engine cpu               compute engine
   -precision f64|f32        floating-point precision (f64)
-  -memory_mb N              memory budget for one chunk of pixels, MiB
+  -memory_mb N              memory budget for intermediates, all threads, MiB (256)
   -h, -help, --help         this text
 ";
