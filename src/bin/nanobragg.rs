@@ -2,7 +2,8 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
-use nanobragg::config::{HklSource, SimConfig};
+use nanobragg::config::{HklSource, Pivot, SimConfig};
+use nanobragg::io::cfmt::fmt_g;
 use nanobragg::engine::{Engine, Precision};
 use nanobragg::io::{
     fdump::write_fdump, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image,
@@ -91,9 +92,11 @@ fn print_traces(cfg: &SimConfig, exp: &Experiment) {
 fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()> {
     let out = &cfg.output;
     let sr = image.omega_sum / exp.steps as f64;
+    let g = fmt_g;
     println!(
-        "solid angle subtended by detector = {sr:e} steradian ( {:e}% sphere)",
-        100.0 * sr / 4.0 / std::f64::consts::PI
+        "solid angle subtended by detector = {} steradian ( {}% sphere)",
+        g(sr),
+        g(100.0 * sr / 4.0 / std::f64::consts::PI)
     );
     let stats = Statistics::new(exp, image);
     write_float_image(&out.floatfile, &image.data)?;
@@ -102,16 +105,16 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()>
         out.floatfile.display(),
         image.data.len()
     );
-    println!("max_I = {}  at {} {}", stats.max_i, stats.max_at.0, stats.max_at.1);
-    println!("mean= {} rms= {} rmsd= {}", stats.mean, stats.rms, stats.rmsd);
+    println!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_at.0), g(stats.max_at.1));
+    println!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd));
     let scale = int_scale(out.scale, &stats);
-    println!("intfile_scale = {scale}");
+    println!("intfile_scale = {}", g(scale));
     let fields = smv_fields(exp);
     write_smv(&out.intfile, &fields, &int_image(exp, image, scale, out.adc))?;
     println!("writing {} as 2-byte integers", out.intfile.display());
     if let Some(pgm) = &out.pgmfile {
         let s = pgm_scale(out.pgmscale, scale, &stats);
-        println!("pgm_scale = {s}");
+        println!("pgm_scale = {}", g(s));
         write_pgm(pgm, image.fpixels, image.spixels, s, &pgm_image(exp, image, s))?;
         println!("writing {} as 1-byte integers", pgm.display());
     }
@@ -202,34 +205,29 @@ fn progress_bar() -> Progress {
 
 fn print_setup(exp: &Experiment) {
     let d = &exp.detector;
-    println!(
-        "{:?} convention selected, pivoting detector around {:?}",
-        d.convention, d.pivot
-    );
-    println!("DETECTOR_PIX0_VECTOR {} {} {}", d.pix0[0], d.pix0[1], d.pix0[2]);
-    let [a, b, c, al, be, ga] = exp.lattice.cell_parameters();
+    let g = fmt_g;
+    let around = if d.pivot == Pivot::Beam { "direct beam spot" } else { "sample" };
+    println!("{:?} convention selected, pivoting detector around {around}", d.convention);
+    println!("DETECTOR_PIX0_VECTOR {} {} {}", g(d.pix0[0]), g(d.pix0[1]), g(d.pix0[2]));
+    let [a, b, c, al, be, ga] = exp.lattice.cell_parameters().map(g);
     println!("Unit Cell: {a} {b} {c} {al} {be} {ga}");
     if let Some(m) = exp.lattice.misset {
-        println!(
-            "misset angles: {} {} {} deg",
-            m[0].to_degrees(),
-            m[1].to_degrees(),
-            m[2].to_degrees()
-        );
+        println!("misset angles: {} {} {} deg", g(m[0].to_degrees()), g(m[1].to_degrees()), g(m[2].to_degrees()));
     }
-    println!(
-        "  {} sources, {} mosaic domains, {} phi steps",
-        exp.sources.len(),
-        exp.mosaic_umats.len(),
-        exp.phi.count
-    );
-    println!("  xtal: {}x{}x{} cells", exp.n_cells[0], exp.n_cells[1], exp.n_cells[2]);
+    let [na, nb, nc] = exp.n_cells;
+    println!("  {} sources, {} mosaic domains, {} phi steps", exp.sources.len(), exp.mosaic_umats.len(), exp.phi.count);
+    println!("  xtal: {na}x{nb}x{nc} cells");
     println!(
         "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
-        d.distance, d.detsize_f, d.detsize_s, d.pixel_size, d.fpixels, d.spixels
+        g(d.distance),
+        g(d.detsize_f),
+        g(d.detsize_s),
+        g(d.pixel_size),
+        d.fpixels,
+        d.spixels
     );
-    println!("  Xbeam={} Ybeam={}", d.xbeam, d.ybeam);
-    println!("  Fbeam={} Sbeam={}", d.fbeam, d.sbeam);
-    println!("  Fclose={} Sclose={}", d.fclose, d.sclose);
+    println!("  Xbeam={} Ybeam={}", g(d.xbeam), g(d.ybeam));
+    println!("  Fbeam={} Sbeam={}", g(d.fbeam), g(d.sbeam));
+    println!("  Fclose={} Sclose={}", g(d.fclose), g(d.sclose));
     println!("  {}x{} pixel oversample steps", exp.oversample, exp.oversample);
 }

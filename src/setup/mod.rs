@@ -227,8 +227,8 @@ impl Experiment {
         if oversample < recommended {
             warnings.push(format!(
                 "maximum dimension of sample is {} A but reciprocal pixel size is {} A: recommend -oversample {recommended}",
-                xtal_max * 1e10,
-                reciprocal_pixel * 1e10
+                crate::io::cfmt::fmt_g(xtal_max * 1e10),
+                crate::io::cfmt::fmt_g(reciprocal_pixel * 1e10)
             ));
         }
 
