@@ -3,8 +3,8 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
 use nanobragg::config::{HklSource, Pivot, SimConfig};
-use nanobragg::io::cfmt::fmt_g;
 use nanobragg::engine::{Engine, Precision};
+use nanobragg::io::cfmt::fmt_g;
 use nanobragg::io::{
     fdump::write_fdump, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image,
     smv::write_smv,
@@ -60,8 +60,20 @@ fn run(args: &[String]) -> Result<()> {
     if image.interpolation_fell_back {
         println!("WARNING: out of range for three point interpolation: nearest neighbour used from there on");
     }
+    if cfg.output.printout && cfg.output.printout_pixel.is_none() {
+        print_pixels(&exp, &image);
+    }
     print_traces(&cfg, &exp);
     write_outputs(&cfg, &exp, &image)
+}
+
+/// `-printout` alone: every rendered pixel's value, as C lists them.
+fn print_pixels(exp: &Experiment, image: &Image) {
+    for idx in exp.active_pixels() {
+        let idx = idx as usize;
+        let (s, f) = (idx / image.fpixels, idx % image.fpixels);
+        println!("{f:4} {s:4} : I = {}", fmt_g(image.data[idx] as f64));
+    }
 }
 
 /// `-trace_pixel s f` and `-printout_pixel f s`: C's per-pixel trace of intermediate values.
@@ -105,7 +117,12 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()>
         out.floatfile.display(),
         image.data.len()
     );
-    println!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_at.0), g(stats.max_at.1));
+    println!(
+        "max_I = {}  at {} {}",
+        g(stats.max_i),
+        g(stats.max_at.0),
+        g(stats.max_at.1)
+    );
     println!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd));
     let scale = int_scale(out.scale, &stats);
     println!("intfile_scale = {}", g(scale));
@@ -124,7 +141,12 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()>
     }
     if let Some(npy) = &out.npyfile {
         write_npy_f32(npy, &[image.spixels, image.fpixels], &image.data)?;
-        println!("writing {} as a [{}, {}] float32 NumPy array", npy.display(), image.spixels, image.fpixels);
+        println!(
+            "writing {} as a [{}, {}] float32 NumPy array",
+            npy.display(),
+            image.spixels,
+            image.fpixels
+        );
     }
     if let Some(noisefile) = &out.noisefile {
         let seed = out.seed.unwrap_or_else(time_seed);
@@ -206,16 +228,38 @@ fn progress_bar() -> Progress {
 fn print_setup(exp: &Experiment) {
     let d = &exp.detector;
     let g = fmt_g;
-    let around = if d.pivot == Pivot::Beam { "direct beam spot" } else { "sample" };
-    println!("{:?} convention selected, pivoting detector around {around}", d.convention);
-    println!("DETECTOR_PIX0_VECTOR {} {} {}", g(d.pix0[0]), g(d.pix0[1]), g(d.pix0[2]));
+    let around = if d.pivot == Pivot::Beam {
+        "direct beam spot"
+    } else {
+        "sample"
+    };
+    println!(
+        "{:?} convention selected, pivoting detector around {around}",
+        d.convention
+    );
+    println!(
+        "DETECTOR_PIX0_VECTOR {} {} {}",
+        g(d.pix0[0]),
+        g(d.pix0[1]),
+        g(d.pix0[2])
+    );
     let [a, b, c, al, be, ga] = exp.lattice.cell_parameters().map(g);
     println!("Unit Cell: {a} {b} {c} {al} {be} {ga}");
     if let Some(m) = exp.lattice.misset {
-        println!("misset angles: {} {} {} deg", g(m[0].to_degrees()), g(m[1].to_degrees()), g(m[2].to_degrees()));
+        println!(
+            "misset angles: {} {} {} deg",
+            g(m[0].to_degrees()),
+            g(m[1].to_degrees()),
+            g(m[2].to_degrees())
+        );
     }
     let [na, nb, nc] = exp.n_cells;
-    println!("  {} sources, {} mosaic domains, {} phi steps", exp.sources.len(), exp.mosaic_umats.len(), exp.phi.count);
+    println!(
+        "  {} sources, {} mosaic domains, {} phi steps",
+        exp.sources.len(),
+        exp.mosaic_umats.len(),
+        exp.phi.count
+    );
     println!("  xtal: {na}x{nb}x{nc} cells");
     println!(
         "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
