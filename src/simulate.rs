@@ -377,9 +377,17 @@ fn render_chunk<B: Backend>(
         None => omega_first.ones_like(),
         Some(pol) => {
             let s = scene.sources;
-            let alive = keep.clone().unwrap_or_else(|| pol.ones_like()).reshape([p, rpp * s]);
-            let first = alive.clone() * alive.cumsum(1).equal_elem(1.0).float();
-            (pol.clone().reshape([p, rpp * s]) * first).sum_dim(1)
+            let pol = pol.clone().reshape([p, rpp * s]);
+            match &keep {
+                // nothing culled: the pixel's first sample and first source
+                None => pol.slice([0..p, 0..1]),
+                // the first (sample, source) that survives the dmin cut
+                Some(k) => {
+                    let alive = k.clone().reshape([p, rpp * s]);
+                    let first = alive.clone() * alive.cumsum(1).equal_elem(1.0).float();
+                    (pol * first).sum_dim(1)
+                }
+            }
         }
     };
     let mut intensity = match weighted {

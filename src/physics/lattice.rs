@@ -16,18 +16,19 @@ pub fn fractional<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
     x.clone() - (x - 0.5).ceil()
 }
 
-/// sin(Nπh)/sin(πh) `[R, C]`, evaluated on the fractional part δ of h.
+/// sin(Nπh)/sin(πh) `[R, C]`, evaluated on the fractional part δ = h − round(h) of h.
 ///
 /// For integer N, sin(Nπ(n+δ))/sin(π(n+δ)) = ±sin(Nπδ)/sin(πδ): the sign squares away in the
-/// intensity, and the small argument keeps f32 accurate far from the origin. At δ = 0 the
-/// value is the limit N (C returns N only at h = 0 exactly and ±N·(1+ε) elsewhere).
+/// intensity, and the small argument keeps f32 accurate far from the origin. Within 1e-9 of a
+/// node the value is the limit N, selected by a mask so the gradient there is the limit's (0)
+/// instead of a difference of huge terms. (C returns N only at h = 0 exactly and ±N·(1+ε)
+/// elsewhere.)
 pub fn sincg<B: Backend>(h: Tensor<B, 2>, n: f64) -> Tensor<B, 2> {
-    let delta = fractional(h);
+    let delta = h.clone() - h.round();
     let at_node = delta.clone().abs().lower_elem(SINCG_EPS);
     let x = delta * PI;
-    let num = (x.clone() * n).sin();
-    let den = x.sin().mask_fill(at_node.clone(), 1.0);
-    (num / den).mask_fill(at_node, n)
+    let den = x.clone().sin().mask_fill(at_node.clone(), 1.0);
+    ((x * n).sin() / den).mask_fill(at_node, n)
 }
 
 /// 3(sin x/x − cos x)/x², the transform of a sphere, with sinc3(0) = 1 (series near 0).
