@@ -127,6 +127,10 @@ pub struct SceneTensors<B: Backend> {
     pub sdet: Tensor<B, 2>,
     pub beam: Tensor<B, 2>,
     pub odet_col: Tensor<B, 2>,
+    /// `[1, 1]`: close distance and recomputed distance (m), fluence (photons/m²).
+    pub close_distance: Tensor<B, 2>,
+    pub distance: Tensor<B, 2>,
+    pub fluence: Tensor<B, 2>,
     pub hkl: Option<HklTensor<B>>,
 }
 
@@ -149,6 +153,9 @@ impl<B: Backend> SceneTensors<B> {
             sdet: tensor2(d.sdet.to_vec(), [1, 3], device),
             beam: tensor2(d.beam.to_vec(), [1, 3], device),
             odet_col: tensor2(d.odet.to_vec(), [3, 1], device),
+            close_distance: tensor2(vec![d.close_distance], [1, 1], device),
+            distance: tensor2(vec![d.distance], [1, 1], device),
+            fluence: tensor2(vec![exp.fluence], [1, 1], device),
             hkl: sf
                 .grid
                 .as_ref()

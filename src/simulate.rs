@@ -266,10 +266,10 @@ fn render_chunk<B: Backend>(
     // detector stages, [R, ·]
     let mut pos = pixel_positions(tensor2(coords, [r, 3], device), st.basis.clone(), st.pix0.clone());
     if det.curved {
-        pos = curved_positions(pos, st.beam.clone(), st.fdet.clone(), st.sdet.clone(), det.distance);
+        pos = curved_positions(pos, st.beam.clone(), st.fdet.clone(), st.sdet.clone(), st.distance.clone());
     }
     let (dir, airpath) = diffracted_directions(pos);
-    let omega = solid_angle(airpath, det.pixel_size, det.close_distance, det.point_pixel);
+    let omega = solid_angle(airpath, det.pixel_size, st.close_distance.clone(), det.point_pixel);
     let capture = if exp.sensor.thickness > 0.0 {
         let layer = tensor2(layer, [r, 1], device);
         capture_fraction(dir.clone(), st.odet_col.clone(), layer, exp.sensor.step, exp.sensor.mu)
@@ -401,7 +401,7 @@ fn render_chunk<B: Backend>(
             (term * suffix).mask_fill(skipped, 0.0).sum_dim(1) + all * exp.i_bg
         }
     };
-    intensity = intensity * (R_E_SQR * exp.fluence / exp.steps as f64);
+    intensity = intensity * st.fluence.clone() * (R_E_SQR / exp.steps as f64);
     if !exp.oversample_thick {
         intensity = intensity * capture_last;
     }

@@ -16,17 +16,17 @@ pub fn pixel_positions<B: Backend>(coords: Tensor<B, 2>, basis: Tensor<B, 2>, pi
 /// `distance·b` rotated about s by P_y/distance, then about f by P_z/distance, where P_y and P_z
 /// are the lab y and z components of the planar position.
 ///
-/// `planar` `[R, 3]`; `beam`, `fdet`, `sdet` `[1, 3]`; `distance` (m).
+/// `planar` `[R, 3]`; `beam`, `fdet`, `sdet` `[1, 3]`; `distance` `[1, 1]` (m).
 pub fn curved_positions<B: Backend>(
     planar: Tensor<B, 2>,
     beam: Tensor<B, 2>,
     fdet: Tensor<B, 2>,
     sdet: Tensor<B, 2>,
-    distance: f64,
+    distance: Tensor<B, 2>,
 ) -> Tensor<B, 2> {
     let r = planar.dims()[0];
-    let v = (beam * distance).expand([r, 3]);
-    let v = rotate_about(v, sdet, column(&planar, 1) / distance);
+    let v = (beam * distance.clone()).expand([r, 3]);
+    let v = rotate_about(v, sdet, column(&planar, 1) / distance.clone());
     rotate_about(v, fdet, column(&planar, 2) / distance)
 }
 
@@ -38,16 +38,17 @@ pub fn diffracted_directions<B: Backend>(positions: Tensor<B, 2>) -> (Tensor<B, 
 
 /// Solid angle `[R, 1]` (sr) of a pixel seen at distance `airpath` `[R, 1]` (m):
 /// ω = pixel²/R² · close_distance/R, or 1/R² for a point pixel (`-point_pixel`).
+/// `close_distance` `[1, 1]` (m).
 pub fn solid_angle<B: Backend>(
     airpath: Tensor<B, 2>,
     pixel_size: f64,
-    close_distance: f64,
+    close_distance: Tensor<B, 2>,
     point_pixel: bool,
 ) -> Tensor<B, 2> {
     if point_pixel {
         airpath.powi_scalar(2).recip()
     } else {
-        airpath.powi_scalar(3).recip() * (pixel_size * pixel_size * close_distance)
+        airpath.powi_scalar(3).recip() * close_distance * (pixel_size * pixel_size)
     }
 }
 
