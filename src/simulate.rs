@@ -90,6 +90,12 @@ struct Plan {
     block: usize,
 }
 
+/// Pixels per chunk and orientations per block for `active` rendered pixels.
+pub(crate) fn chunking(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) -> (usize, usize) {
+    let p = plan(exp, scene, active, opts);
+    (p.pixels_per_chunk, p.block)
+}
+
 fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) -> Plan {
     let rpp = exp.sensor.layers * exp.oversample * exp.oversample;
     let c = scene.orientations;
@@ -113,8 +119,22 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
 /// Render the image on backend `B`.
 pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::Device) -> Result<Image> {
     let scene = Scene::new(exp);
+    render_scene(exp, &scene, opts, device, &|| {
+        SceneTensors::<B>::new(&scene, exp, device)
+    })
+}
+
+/// Render with the scene tensors made by `make` (once per worker thread): the host scene, or
+/// a differentiable one built from [`crate::params::Params`].
+pub fn render_scene<B: Backend>(
+    exp: &Experiment,
+    scene: &Scene,
+    opts: &RenderOptions,
+    device: &B::Device,
+    make: &(dyn Fn() -> SceneTensors<B> + Sync),
+) -> Result<Image> {
     let active = exp.active_pixels();
-    let plan = plan(exp, &scene, active.len(), opts);
+    let plan = plan(exp, scene, active.len(), opts);
     let chunks: Vec<&[u32]> = active.chunks(plan.pixels_per_chunk).collect();
     let interpolate = exp.structure_factors.interpolate;
     let d = &exp.detector;
@@ -137,14 +157,14 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                let st = SceneTensors::<B>::new(&scene, exp, device);
+                let st = make();
                 loop {
                     let j = next.fetch_add(1, Ordering::SeqCst);
                     if j >= chunks.len() || failure.lock().expect("no worker panicked").is_some() {
                         break;
                     }
                     let tri = interpolate && j < oor_chunk.load(Ordering::SeqCst);
-                    match render_chunk(exp, &scene, &st, chunks[j], tri, plan.block, device) {
+                    match render_chunk(exp, scene, &st, chunks[j], tri, plan.block, device) {
                         Ok(out) => {
                             if out.out_of_range {
                                 oor_chunk.fetch_min(j, Ordering::SeqCst);
@@ -172,7 +192,7 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
     // that were rendered with tricubic interpolation are redone with nearest neighbour.
     let first_oor = oor_chunk.load(Ordering::SeqCst);
     if first_oor != usize::MAX {
-        let st = SceneTensors::<B>::new(&scene, exp, device);
+        let st = make();
         let redo: Vec<usize> = {
             let status = status.lock().expect("no worker panicked");
             (first_oor + 1..chunks.len())
@@ -180,7 +200,7 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
                 .collect()
         };
         for j in redo {
-            store(j, render_chunk(exp, &scene, &st, chunks[j], false, plan.block, device)?);
+            store(j, render_chunk(exp, scene, &st, chunks[j], false, plan.block, device)?);
         }
     }
     let omega_sum = status
@@ -256,6 +276,42 @@ fn render_chunk<B: Backend>(
     block: usize,
     device: &B::Device,
 ) -> Result<ChunkOut> {
+    let out = chunk_intensity(exp, scene, st, pixels, tri, block, device);
+    let values = out
+        .intensity
+        .into_data()
+        .convert::<f64>()
+        .to_vec::<f64>()
+        .map_err(|e| Error::Engine {
+            engine: "cpu".into(),
+            message: format!("reading back a chunk: {e:?}"),
+        })?;
+    Ok(ChunkOut {
+        values,
+        omega_sum: out.omega_sum,
+        out_of_range: out.out_of_range,
+        tricubic: tri,
+    })
+}
+
+/// A chunk's pixel values as a tensor (still in the graph), with its bookkeeping.
+pub struct ChunkIntensity<B: Backend> {
+    /// `[P, 1]` photons per pixel.
+    pub intensity: Tensor<B, 2>,
+    pub omega_sum: f64,
+    pub out_of_range: bool,
+}
+
+/// The pixel values of a chunk as a tensor `[P, 1]`, composed from the stages.
+pub fn chunk_intensity<B: Backend>(
+    exp: &Experiment,
+    scene: &Scene,
+    st: &SceneTensors<B>,
+    pixels: &[u32],
+    tri: bool,
+    block: usize,
+    device: &B::Device,
+) -> ChunkIntensity<B> {
     let det = &exp.detector;
     let os = exp.oversample;
     let rpp = exp.sensor.layers * os * os;
@@ -266,7 +322,13 @@ fn render_chunk<B: Backend>(
     // detector stages, [R, ·]
     let mut pos = pixel_positions(tensor2(coords, [r, 3], device), st.basis.clone(), st.pix0.clone());
     if det.curved {
-        pos = curved_positions(pos, st.beam.clone(), st.fdet.clone(), st.sdet.clone(), st.distance.clone());
+        pos = curved_positions(
+            pos,
+            st.beam.clone(),
+            st.fdet.clone(),
+            st.sdet.clone(),
+            st.distance.clone(),
+        );
     }
     let (dir, airpath) = diffracted_directions(pos);
     let omega = solid_angle(airpath, det.pixel_size, st.close_distance.clone(), det.point_pixel);
@@ -416,18 +478,9 @@ fn render_chunk<B: Backend>(
     } else {
         scalar(omega_first) * rpp as f64
     };
-    let values = intensity
-        .into_data()
-        .convert::<f64>()
-        .to_vec::<f64>()
-        .map_err(|e| Error::Engine {
-            engine: "cpu".into(),
-            message: format!("reading back a chunk: {e:?}"),
-        })?;
-    Ok(ChunkOut {
-        values,
+    ChunkIntensity {
+        intensity,
         omega_sum,
         out_of_range,
-        tricubic: tri,
-    })
+    }
 }

@@ -101,12 +101,19 @@ fn solid_angle_of_a_flat_detector_integrates_to_the_analytic_value() {
         }
     }
     let (dir, air) = diffracted_directions(t2(pos, [n * n, 3]));
-    let omega: f64 = host(solid_angle(air.clone(), px, t2(vec![d], [1, 1]), false)).iter().sum();
+    let omega: f64 = host(solid_angle(air.clone(), px, t2(vec![d], [1, 1]), false))
+        .iter()
+        .sum();
     let want = 4.0 * (a * a / (a * a + d * d)).asin();
     assert!((omega / want - 1.0).abs() < 1e-4, "{omega} vs {want}");
     // point pixel: 1/R²
     let inv: Vec<f64> = host(air.clone()).iter().map(|r| 1.0 / (r * r)).collect();
-    assert_close(&host(solid_angle(air, px, t2(vec![d], [1, 1]), true)), &inv, 1e-14, "point pixel");
+    assert_close(
+        &host(solid_angle(air, px, t2(vec![d], [1, 1]), true)),
+        &inv,
+        1e-14,
+        "point pixel",
+    );
     // unit directions
     for v in host(dir).chunks(3) {
         assert!((norm([v[0], v[1], v[2]]) - 1.0).abs() < 1e-15);
