@@ -463,7 +463,8 @@ pub fn chunk_intensity<B: Backend>(
             (term * suffix).mask_fill(skipped, 0.0).sum_dim(1) + all * exp.i_bg
         }
     };
-    intensity = intensity * st.fluence.clone() * (R_E_SQR / exp.steps as f64);
+    // r_e²·fluence first: the two alone would overflow f32
+    intensity = intensity * (st.fluence.clone() * (R_E_SQR / exp.steps as f64));
     if !exp.oversample_thick {
         intensity = intensity * capture_last;
     }
