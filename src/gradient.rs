@@ -8,7 +8,7 @@
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::params::Params;
-use crate::scene::{tensor2, Scene};
+use crate::scene::{tensor2, to_host, Scene};
 use crate::setup::Experiment;
 use crate::simulate::{chunk_intensity, chunking, Image, RenderOptions};
 use burn::tensor::backend::AutodiffBackend;
@@ -72,7 +72,7 @@ pub fn image_vjp<B: AutodiffBackend>(
             .map(|&i| weights.map_or(1.0, |w| w[i as usize] as f64))
             .collect();
         let loss = (out.intensity.clone() * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
-        let values = read(out.intensity)?;
+        let values = to_host(out.intensity)?;
         for (&i, v) in pixels.iter().zip(values) {
             data[i as usize] = v as f32;
         }
@@ -82,7 +82,7 @@ pub fn image_vjp<B: AutodiffBackend>(
             .zip(params.tensors().into_iter().filter(|(_, t)| t.is_some()))
         {
             if let Some(gt) = t.and_then(|t| t.grad(&g)) {
-                let gv = gt.into_data().convert::<f64>().to_vec::<f64>().map_err(engine_err)?;
+                let gv = to_host(gt)?;
                 for (a, x) in acc.values.iter_mut().zip(gv) {
                     *a += x;
                 }
@@ -97,15 +97,4 @@ pub fn image_vjp<B: AutodiffBackend>(
         interpolation_fell_back: false,
     };
     Ok((image, grads))
-}
-
-fn engine_err(e: impl std::fmt::Debug) -> Error {
-    Error::Engine {
-        engine: "autodiff".into(),
-        message: format!("reading a gradient: {e:?}"),
-    }
-}
-
-fn read<B: burn::tensor::backend::Backend>(t: burn::tensor::Tensor<B, 2>) -> Result<Vec<f64>> {
-    t.into_data().convert::<f64>().to_vec::<f64>().map_err(engine_err)
 }

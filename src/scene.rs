@@ -110,6 +110,17 @@ pub fn tensor2<B: Backend>(data: Vec<f64>, shape: [usize; 2], device: &B::Device
     Tensor::from_data(TensorData::new(data, shape), device)
 }
 
+/// A tensor's values on the host, as f64.
+pub fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> crate::error::Result<Vec<f64>> {
+    t.into_data()
+        .convert::<f64>()
+        .to_vec::<f64>()
+        .map_err(|e| crate::error::Error::Engine {
+            engine: "tensor readback".into(),
+            message: format!("{e:?}"),
+        })
+}
+
 /// The scene's tensors on a device.
 #[derive(Debug, Clone)]
 pub struct SceneTensors<B: Backend> {

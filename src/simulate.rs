@@ -15,7 +15,7 @@ use crate::physics::lattice::lattice_factor;
 use crate::physics::polarization::kahn_factor;
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
-use crate::scene::{tensor2, Scene, SceneTensors};
+use crate::scene::{tensor2, to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
 use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, TensorData};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -277,17 +277,8 @@ fn render_chunk<B: Backend>(
     device: &B::Device,
 ) -> Result<ChunkOut> {
     let out = chunk_intensity(exp, scene, st, pixels, tri, block, device);
-    let values = out
-        .intensity
-        .into_data()
-        .convert::<f64>()
-        .to_vec::<f64>()
-        .map_err(|e| Error::Engine {
-            engine: "cpu".into(),
-            message: format!("reading back a chunk: {e:?}"),
-        })?;
     Ok(ChunkOut {
-        values,
+        values: to_host(out.intensity)?,
         omega_sum: out.omega_sum,
         out_of_range: out.out_of_range,
         tricubic: tri,
