@@ -2,9 +2,14 @@
 //! `DetectorGeometry::new` for every convention and both pivots, and its autodiff gradients
 //! against central finite differences. f64 only (NdArray<f64> and its autodiff wrapper).
 
+mod common;
+
+use common::f64_device as dev;
+use common::uniform;
+
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
-use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
+use burn::tensor::{backend::Backend, Tensor, TensorData};
 use nanobragg::config::{Convention, CustomVectors, DetectorConfig, Pivot, Vec3};
 use nanobragg::diff::detector::{detector, detector_in_frame, DetectorFrame, DetectorTensors};
 use nanobragg::geometry::{rotate_xyz, unitize};
@@ -22,30 +27,12 @@ const CONVENTIONS: [Convention; 6] = [
     Convention::Custom,
 ];
 
-fn dev() -> NdArrayDevice {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    let d = NdArrayDevice::Cpu;
-    INIT.call_once(|| burn::tensor::set_default_dtypes::<B>(&d, DType::F64, DType::I64).unwrap());
-    d
-}
-
 fn t1<K: Backend<Device = NdArrayDevice>>(v: &[f64]) -> Tensor<K, 1> {
     Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]), &dev())
 }
 
 fn host<K: Backend, const D: usize>(t: Tensor<K, D>) -> Vec<f64> {
     t.into_data().convert::<f64>().to_vec::<f64>().unwrap()
-}
-
-/// Deterministic pseudo-random numbers in [lo, hi).
-fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((x >> 11) as f64 / (1u64 << 53) as f64)
-        })
-        .collect()
 }
 
 /// A CUSTOM basis: MOSFLM's rotated at random, the normal sometimes left out or given

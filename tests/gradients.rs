@@ -1,9 +1,13 @@
 //! Gradients (f64, CPU): the differentiable scene reproduces the host render, and autodiff
 //! vector–Jacobian products agree with central finite differences of the rendered image.
 
-use burn::backend::ndarray::{NdArray, NdArrayDevice};
+mod common;
+
+use common::f64_device as dev;
+
+use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
 use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::{HklSource, SimConfig};
 use nanobragg::gradient::image_vjp;
@@ -14,13 +18,6 @@ use nanobragg::simulate::{chunk_intensity, render, render_scene, RenderOptions};
 
 type B = NdArray<f64>;
 type Ad = Autodiff<B>;
-
-fn dev() -> NdArrayDevice {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    let d = NdArrayDevice::Cpu;
-    INIT.call_once(|| burn::tensor::set_default_dtypes::<B>(&d, DType::F64, DType::I64).unwrap());
-    d
-}
 
 fn setup(args: &str) -> (SimConfig, Experiment) {
     let args: Vec<&str> = args.split_whitespace().collect();

@@ -1,8 +1,13 @@
 //! Stage-level tests: each physics stage on the f64 CPU backend against its formula evaluated
 //! independently on the host, or against an analytic limit.
 
-use burn::backend::ndarray::{NdArray, NdArrayDevice};
-use burn::tensor::{DType, Tensor, TensorData};
+mod common;
+
+use common::f64_device as dev;
+use common::uniform;
+
+use burn::backend::ndarray::NdArray;
+use burn::tensor::{Tensor, TensorData};
 use nanobragg::config::CrystalShape;
 use nanobragg::geometry::{cross, dot, norm, rotate_axis, unitize};
 use nanobragg::physics::detector::{
@@ -16,30 +21,12 @@ use std::f64::consts::PI;
 
 type B = NdArray<f64>;
 
-fn dev() -> NdArrayDevice {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    let d = NdArrayDevice::Cpu;
-    INIT.call_once(|| burn::tensor::set_default_dtypes::<B>(&d, DType::F64, DType::I64).unwrap());
-    d
-}
-
 fn t2(v: Vec<f64>, shape: [usize; 2]) -> Tensor<B, 2> {
     Tensor::from_data(TensorData::new(v, shape), &dev())
 }
 
 fn host(t: Tensor<B, 2>) -> Vec<f64> {
     t.into_data().convert::<f64>().to_vec::<f64>().unwrap()
-}
-
-/// Deterministic pseudo-random numbers in [lo, hi).
-fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((x >> 11) as f64 / (1u64 << 53) as f64)
-        })
-        .collect()
 }
 
 fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {

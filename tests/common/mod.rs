@@ -99,3 +99,30 @@ pub fn sum_ratio(a: &[f32], b: &[f32]) -> f64 {
         sa / sb
     }
 }
+
+/// The CPU device with f64 as its float dtype, set once per test binary (burn fixes a device's
+/// dtype per process, so f64 tests must not share a binary with f32 ones).
+pub fn f64_device() -> burn::backend::ndarray::NdArrayDevice {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    let d = burn::backend::ndarray::NdArrayDevice::Cpu;
+    INIT.call_once(|| {
+        burn::tensor::set_default_dtypes::<burn::backend::ndarray::NdArray<f64>>(
+            &d,
+            burn::tensor::DType::F64,
+            burn::tensor::DType::I64,
+        )
+        .expect("f64 is available on the CPU")
+    });
+    d
+}
+
+/// Deterministic pseudo-random numbers in [lo, hi) (a 64-bit LCG; no external generator).
+pub fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((x >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
