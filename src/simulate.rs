@@ -338,15 +338,22 @@ pub fn chunk_intensity<B: Backend>(
             .float()
     });
     let polar: Option<Tensor<B, 2>> = (!exp.nopolar).then(|| {
-        let e = dir.clone().matmul(st.e_in_t.clone());
-        let b = dir.clone().matmul(st.b_in_t.clone());
+        // the E/B projections only matter for a polarized beam (K ≠ 0)
+        let (e, b) = if exp.polarization != 0.0 {
+            (
+                dir.clone().matmul(st.e_in_t.clone()),
+                dir.clone().matmul(st.b_in_t.clone()),
+            )
+        } else {
+            (cos2t.clone(), cos2t.clone())
+        };
         kahn_factor(cos2t.clone(), e, b, exp.polarization)
     });
 
     let flags = exp.oversample_thick || exp.oversample_polar || exp.oversample_omega;
     let water = exp.water_size != 0.0;
     let c = scene.orientations;
-    let mut bragg = omega.zeros_like(); // [R, 1]
+    let mut bragg: Option<Tensor<B, 2>> = None; // Σ over orientations, [R, 1]
     let mut weighted: Option<(Tensor<B, 2>, Tensor<B, 2>)> = None; // flag path: (terms, factors) [R, C]
     let mut out_of_range = false;
     let mut lo = 0;
@@ -417,7 +424,11 @@ pub fn chunk_intensity<B: Backend>(
             }
             weighted = Some((term, factor));
         } else {
-            bragg = bragg + term.sum_dim(1);
+            let sum = if term.dims()[1] == 1 { term } else { term.sum_dim(1) };
+            bragg = Some(match bragg {
+                Some(b) => b + sum,
+                None => sum,
+            });
         }
         lo = hi;
     }
@@ -444,7 +455,19 @@ pub fn chunk_intensity<B: Backend>(
         }
     };
     let mut intensity = match weighted {
-        None => bragg.reshape([p, rpp]).sum_dim(1) + exp.i_bg,
+        None => {
+            let bragg = bragg.unwrap_or_else(|| omega.zeros_like());
+            let per_pixel = if rpp == 1 {
+                bragg
+            } else {
+                bragg.reshape([p, rpp]).sum_dim(1)
+            };
+            if exp.i_bg != 0.0 {
+                per_pixel + exp.i_bg
+            } else {
+                per_pixel
+            }
+        }
         Some((term, factor)) => {
             let term = term.reshape([p, rpp * c]);
             let suffix = factor.reshape([p, rpp * c]).flip([1]).cumprod(1).flip([1]);
@@ -456,7 +479,8 @@ pub fn chunk_intensity<B: Backend>(
     };
     // r_e²·fluence first: the two alone would overflow f32
     intensity = intensity * (st.fluence.clone() * (R_E_SQR / exp.steps as f64));
-    if !exp.oversample_thick {
+    // without a sensor the capture fraction is 1
+    if !exp.oversample_thick && exp.sensor.thickness > 0.0 {
         intensity = intensity * capture_last;
     }
     if !exp.oversample_polar {
