@@ -55,8 +55,10 @@ pub fn image_vjp<B: AutodiffBackend>(
             })
         })
         .collect();
+    let constants = crate::scene::SceneTensors::<B>::constants(exp, device);
     for pixels in active.chunks(per_chunk) {
-        let st = params.scene(cfg, exp, device);
+        // the graph is rebuilt per chunk (backward consumes it); the constants are uploaded once
+        let st = params.scene_with(cfg, exp, &constants, device);
         let out = chunk_intensity(
             exp,
             &scene,

@@ -121,6 +121,18 @@ impl<B: Backend> Params<B> {
 
     /// The differentiable scene: everything the stages consume, as functions of the parameters.
     pub fn scene(&self, cfg: &SimConfig, exp: &Experiment, device: &B::Device) -> SceneTensors<B> {
+        self.scene_with(cfg, exp, &SceneTensors::constants(exp, device), device)
+    }
+
+    /// [`Params::scene`] taking the constant part (sources, Kahn frames, HKL grid) from `host`,
+    /// so a caller rebuilding the graph per chunk uploads those once.
+    pub fn scene_with(
+        &self,
+        cfg: &SimConfig,
+        exp: &Experiment,
+        host: &SceneTensors<B>,
+        device: &B::Device,
+    ) -> SceneTensors<B> {
         let hd = &exp.detector;
         let frame = DetectorFrame::from_config(&cfg.detector, hd);
         let det = detector_in_frame(
@@ -194,7 +206,6 @@ impl<B: Backend> Params<B> {
             let off = incident.clone().matmul(vecs.transpose()) * inv_lambda.clone().reshape([s, 1]);
             offset_cols.push(off.reshape([1, c]));
         }
-        let host = SceneTensors::<B>::constants(exp, device);
         SceneTensors {
             coef: Tensor::cat(coef_cols, 1),
             offset: Tensor::cat(offset_cols, 1),
@@ -207,7 +218,7 @@ impl<B: Backend> Params<B> {
             close_distance: det.close_distance.reshape([1, 1]),
             distance: det.distance.reshape([1, 1]),
             fluence: self.fluence.clone().reshape([1, 1]),
-            ..host
+            ..host.clone()
         }
     }
 
