@@ -350,6 +350,9 @@ pub struct OutputConfig {
     pub pngfile: Option<PathBuf>,
     /// The float image as a NumPy `.npy` array `[slow, fast]` (`-npyfile`, beyond C).
     pub npyfile: Option<PathBuf>,
+    /// Derivative images (`-derivative NAME FILE`, beyond C): raw f32 ∂I/∂NAME per pixel.
+    #[serde(default)]
+    pub derivatives: Vec<(String, PathBuf)>,
     /// Int-image scale; `None` or ≤ 0 = automatic (55000 / max).
     pub scale: Option<f64>,
     /// Offset added to int and noise images. Default 40.
@@ -374,6 +377,7 @@ impl Default for OutputConfig {
             pgmfile: Some(PathBuf::from("image.pgm")),
             pngfile: None,
             npyfile: None,
+            derivatives: Vec::new(),
             scale: None,
             adc: 40.0,
             pgmscale: None,

@@ -4,10 +4,13 @@
 //! dtype of a burn device is fixed per process (see `shared/reference/burn-notes.md` §3), so a
 //! process must not render with both precisions.
 
+use crate::config::SimConfig;
+use crate::derivative::{derivative_images, DerivativeImage};
 use crate::error::{Error, Result};
 use crate::setup::Experiment;
 use crate::simulate::{render, Image, RenderOptions};
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
+use burn::backend::Autodiff;
 use burn::tensor::DType;
 
 /// Floating-point precision of the CPU engine.
@@ -67,6 +70,39 @@ impl Engine {
                 render::<NdArray<f32>>(exp, opts, &device)
             }
         }
+    }
+}
+
+impl Engine {
+    /// Derivative images `names` (see [`crate::derivative::DERIVATIVES`]) on this engine,
+    /// under burn's autodiff.
+    pub fn derivatives(
+        &self,
+        cfg: &SimConfig,
+        exp: &Experiment,
+        names: &[&str],
+        opts: &RenderOptions,
+    ) -> Result<Vec<DerivativeImage>> {
+        let device = NdArrayDevice::Cpu;
+        let engine_err = |e: String| Error::Engine {
+            engine: self.name().into(),
+            message: e,
+        };
+        let out = match self {
+            Engine::Cpu {
+                precision: Precision::F64,
+            } => {
+                init_dtype::<NdArray<f64>>(&device, DType::F64).map_err(engine_err)?;
+                derivative_images::<Autodiff<NdArray<f64>>>(cfg, exp, names, opts, &device)?
+            }
+            Engine::Cpu {
+                precision: Precision::F32,
+            } => {
+                init_dtype::<NdArray<f32>>(&device, DType::F32).map_err(engine_err)?;
+                derivative_images::<Autodiff<NdArray<f32>>>(cfg, exp, names, opts, &device)?
+            }
+        };
+        Ok(out.1)
     }
 }
 

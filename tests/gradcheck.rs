@@ -189,6 +189,11 @@ fn gaussian_shape_sample_pivot_and_close_distance() {
 }
 
 #[test]
+fn curved_detector() {
+    gradcheck(&format!("{BASE} -default_F 100 -curved_det"), None, 0);
+}
+
+#[test]
 fn unused_parameters_have_exactly_zero_gradient() {
     // no polarization, no water, one wavelength, XDS beam centre from ORGX/ORGY
     let (cfg, exp) = setup(&format!("{BASE} -default_F 100 -nopolar -xds -ORGX 10 -ORGY 14"), None);

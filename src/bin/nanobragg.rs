@@ -64,7 +64,33 @@ fn run(args: &[String]) -> Result<()> {
         print_pixels(&exp, &image);
     }
     print_traces(&cfg, &exp);
-    write_outputs(&cfg, &exp, &image)
+    write_outputs(&cfg, &exp, &image)?;
+    write_derivatives(&cfg, &exp, &run_opts)
+}
+
+/// `-derivative NAME FILE`: exact per-pixel derivatives, raw f32 like `-floatfile`.
+fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions) -> Result<()> {
+    let wanted = &cfg.output.derivatives;
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = wanted.iter().map(|(n, _)| n.as_str()).collect();
+    let opts = RenderOptions {
+        progress: None,
+        ..render_options(cfg, run_opts)
+    };
+    let images = engine(run_opts).derivatives(cfg, exp, &names, &opts)?;
+    for ((_, path), d) in wanted.iter().zip(images) {
+        write_float_image(path, &d.data)?;
+        println!(
+            "writing {} as {} 4-byte floats: d(pixel value)/d({}) per {}",
+            path.display(),
+            d.data.len(),
+            d.spec.name,
+            d.spec.unit
+        );
+    }
+    Ok(())
 }
 
 /// `-printout` alone: every rendered pixel's value, as C lists them.
@@ -166,8 +192,11 @@ fn check_output_dirs(cfg: &SimConfig) -> Result<()> {
         Some(&out.intfile),
         out.pgmfile.as_ref(),
         out.noisefile.as_ref(),
+        out.pngfile.as_ref(),
+        out.npyfile.as_ref(),
     ];
-    for path in files.into_iter().flatten() {
+    let derivatives = out.derivatives.iter().map(|(_, p)| Some(p));
+    for path in files.into_iter().chain(derivatives).flatten() {
         let dir = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())

@@ -129,6 +129,7 @@ pub(crate) enum Opt {
     // Port-only options.
     Pngfile,
     Npyfile,
+    Derivative,
     Engine,
     Precision,
     MemoryMb,
@@ -154,7 +155,7 @@ impl Opt {
             | Printout | Progress | NoProgress => Arity::Fixed(0),
             Cell => Arity::Cell,
             Misset => Arity::Misset,
-            PrintoutPixel | TracePixel => Arity::Fixed(2),
+            PrintoutPixel | TracePixel | Derivative => Arity::Fixed(2),
             TwothetaAxis | FdetVector | SdetVector | OdetVector | BeamVector | PolarVector | SpindleAxis
             | Pix0Vector => Arity::Fixed(3),
             Roi => Arity::Fixed(4),
@@ -337,6 +338,7 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     // Port-only options.
     ("-pngfile", Opt::Pngfile),
     ("-npyfile", Opt::Npyfile),
+    ("-derivative", Opt::Derivative),
     ("-engine", Opt::Engine),
     ("-precision", Opt::Precision),
     ("-memory_mb", Opt::MemoryMb),

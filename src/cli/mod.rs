@@ -724,6 +724,10 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
 
         // Port-only options.
         Opt::Pngfile => out.pngfile = Some(v.path()),
+        Opt::Derivative => {
+            let name = crate::derivative::find(v.values[0])?.name;
+            out.derivatives.push((name.to_string(), PathBuf::from(v.values[1])));
+        }
         Opt::Npyfile => out.npyfile = Some(v.path()),
         Opt::Engine => {
             // Only the CPU engine exists so far; other engines are added with their backends.

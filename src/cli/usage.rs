@@ -123,6 +123,11 @@ Output
 Port options
   -pngfile FILE             log-scaled 8-bit PNG preview of the float image
   -npyfile FILE             the float image as a NumPy .npy array [slow, fast]
+  -derivative NAME FILE     ∂(pixel)/∂NAME per pixel as raw f32, in NAME's flag units
+                            (repeatable; NAME: distance close_distance Xbeam Ybeam cell_a
+                            cell_b cell_c cell_alpha cell_beta cell_gamma misset_x misset_y
+                            misset_z phi lambda dispersion Na Nb Nc mosaic detector_rotx
+                            detector_roty detector_rotz twotheta polar fluence default_F water)
   -engine cpu               compute engine
   -precision f64|f32        floating-point precision (f64)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
