@@ -1,0 +1,113 @@
+//! The function an optimiser minimises: the loss of the simulated image against an observed
+//! one, as a function of the selected parameter components `x` (see [`super::selection`]).
+
+use super::loss::Loss;
+use super::selection::Selection;
+use crate::config::SimConfig;
+use crate::error::Result;
+use crate::gradient::image_vjp;
+use crate::params::Params;
+use crate::scene::{Scene, SceneTensors};
+use crate::setup::Experiment;
+use crate::simulate::{render_scene, Image, RenderOptions};
+use burn::tensor::backend::AutodiffBackend;
+
+/// A scalar function of `x` with its gradient.
+///
+/// Gradient methods (Adam, L-BFGS) need `value_grad`; a Jacobian method (Gauss–Newton,
+/// Levenberg–Marquardt on derivative images) would add a `residuals_jacobian` method returning
+/// per-pixel residuals and their `[pixels, x]` Jacobian, implemented by objectives that can.
+pub trait Objective {
+    /// Number of variables.
+    fn dim(&self) -> usize;
+    /// The loss at `x` (a forward pass only).
+    fn value(&mut self, x: &[f64]) -> Result<f64>;
+    /// The loss and `∂L/∂x` at `x`.
+    fn value_grad(&mut self, x: &[f64]) -> Result<(f64, Vec<f64>)>;
+}
+
+/// Loss of the image simulated at `x` against `observed` (photons per pixel, fast-major over
+/// the whole detector), plus the selection's priors.
+pub struct ImageObjective<'a, B: AutodiffBackend> {
+    pub cfg: &'a SimConfig,
+    pub exp: &'a Experiment,
+    /// Values of the components that are not refined.
+    pub base: Params<B>,
+    pub selection: Selection,
+    pub observed: &'a [f32],
+    /// `true` = use the pixel; `None` = all.
+    pub mask: Option<&'a [bool]>,
+    pub loss: Loss,
+    pub options: RenderOptions,
+    pub device: B::Device,
+    /// Forward passes and forward+backward passes so far.
+    pub forward_passes: usize,
+    pub gradient_passes: usize,
+}
+
+impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
+    /// An objective starting from the configuration's own parameter values.
+    pub fn new(
+        cfg: &'a SimConfig,
+        exp: &'a Experiment,
+        selection: Selection,
+        observed: &'a [f32],
+        loss: Loss,
+        device: &B::Device,
+    ) -> Self {
+        Self {
+            cfg,
+            exp,
+            base: Params::new(cfg, exp, device),
+            selection,
+            observed,
+            mask: None,
+            loss,
+            options: RenderOptions::default(),
+            device: device.clone(),
+            forward_passes: 0,
+            gradient_passes: 0,
+        }
+    }
+
+    /// The parameters at `x` (no gradient tracking).
+    pub fn params(&self, x: &[f64]) -> Result<Params<B>> {
+        self.selection.write(&self.base, x)
+    }
+
+    /// The image simulated at `x`.
+    pub fn image(&mut self, x: &[f64]) -> Result<Image> {
+        let params = self.params(x)?;
+        let scene = Scene::new(self.exp);
+        let constants = SceneTensors::<B>::constants(self.exp, &self.device);
+        let (cfg, exp, device) = (self.cfg, self.exp, &self.device);
+        self.forward_passes += 1;
+        render_scene(exp, &scene, &self.options, device, &|| {
+            params.scene_with(cfg, exp, &constants, device)
+        })
+    }
+}
+
+impl<B: AutodiffBackend> Objective for ImageObjective<'_, B> {
+    fn dim(&self) -> usize {
+        self.selection.len()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64> {
+        let image = self.image(x)?;
+        let l = self.loss.evaluate(&image.data, self.observed, self.mask)?;
+        Ok(l.value + self.selection.prior(x).0)
+    }
+
+    fn value_grad(&mut self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        // the image first (its loss gives the weights), then Σ_p (∂L/∂I_p)·∂I_p/∂θ
+        let image = self.image(x)?;
+        let l = self.loss.evaluate(&image.data, self.observed, self.mask)?;
+        let params = self.params(x)?.map(|t| t.require_grad());
+        self.gradient_passes += 1;
+        let (_, grads) = image_vjp(self.cfg, self.exp, &params, Some(&l.grad), &self.options, &self.device)?;
+        let (pv, pg) = self.selection.prior(x);
+        let g = self.selection.gradient(&grads)?;
+        Ok((l.value + pv, g.iter().zip(pg).map(|(a, b)| a + b).collect()))
+    }
+}
