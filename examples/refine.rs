@@ -74,14 +74,16 @@ fn main() -> nanobragg::Result<()> {
 
     let selection = Selection::named(&labels, &truth.base)?;
     let x_true = selection.read(&truth.base)?;
-    let x0: Vec<f64> = x_true
+    let v_true = selection.display(&x_true);
+    let v0: Vec<f64> = v_true
         .iter()
         .zip(&START)
-        .map(|(&x, (_, p))| match p {
-            Perturb::Add(d) => x + d,
-            Perturb::Relative(r) => x * (1.0 + r),
+        .map(|(&v, (_, p))| match p {
+            Perturb::Add(d) => v + d,
+            Perturb::Relative(r) => v * (1.0 + r),
         })
         .collect();
+    let x0 = selection.x_from_display(&v0);
     let mut objective = ImageObjective::<Ad>::new(&cfg, &exp, selection.clone(), &observed, Loss::default(), &device);
 
     // L-BFGS: all components at once
@@ -99,16 +101,24 @@ fn main() -> nanobragg::Result<()> {
     let steps: Vec<f64> = selection
         .components
         .iter()
-        .map(|c| if c.label == "fluence" { 1e-3 } else { 1e-2 })
+        .map(|c| if c.log { 1e-3 } else { 1e-2 })
         .collect();
     let fisher = poisson_fisher(&mut objective, &x_true, &steps, 1e-3)?;
-    let (se, corr) = standard_errors(&fisher)?;
+    let (se_x, corr) = standard_errors(&fisher)?;
+    // σ in display units (a log component's σ is relative)
+    let se: Vec<f64> = selection
+        .components
+        .iter()
+        .zip(&se_x)
+        .zip(&v_true)
+        .map(|((c, s), v)| if c.log { s * v } else { *s })
+        .collect();
 
-    // burn's Adam from the same start, same budget of gradient evaluations
+    // burn's Adam from the same start, 200 steps
     let t = Instant::now();
     objective.gradient_passes = 0;
-    let mut adam = Adam::<NdArray<f64>>::new(0.05, grad.max(50) * 2, &device);
-    adam.lr_decay = 0.98;
+    let mut adam = Adam::<NdArray<f64>>::new(0.1, 200, &device);
+    adam.lr_decay = 0.985;
     let adam_out = adam.minimize(&mut objective, &x0, &mut |it, x| {
         if it.iter % 10 == 0 {
             print_iteration(it, x)
@@ -134,18 +144,19 @@ fn main() -> nanobragg::Result<()> {
         "{:<10} {:>4} {:>11} {:>11} {:>11} {:>9} {:>7} {:>11} {:>7}",
         "parameter", "unit", "true", "start", "L-BFGS", "σ (CR)", "err/σ", "Adam", "err/σ"
     );
+    let (v_lbfgs, v_adam) = (selection.display(&out.x), selection.display(&adam_out.x));
     for (i, c) in selection.components.iter().enumerate() {
         println!(
             "{:<10} {:>4} {:>11.5} {:>11.5} {:>11.5} {:>9.2e} {:>7.2} {:>11.5} {:>7.2}",
             c.label,
             c.unit,
-            x_true[i],
-            x0[i],
-            out.x[i],
+            v_true[i],
+            v0[i],
+            v_lbfgs[i],
             se[i],
-            (out.x[i] - x_true[i]) / se[i],
-            adam_out.x[i],
-            (adam_out.x[i] - x_true[i]) / se[i]
+            (v_lbfgs[i] - v_true[i]) / se[i],
+            v_adam[i],
+            (v_adam[i] - v_true[i]) / se[i]
         );
     }
     println!();

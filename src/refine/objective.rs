@@ -107,7 +107,7 @@ impl<B: AutodiffBackend> Objective for ImageObjective<'_, B> {
         self.gradient_passes += 1;
         let (_, grads) = image_vjp(self.cfg, self.exp, &params, Some(&l.grad), &self.options, &self.device)?;
         let (pv, pg) = self.selection.prior(x);
-        let g = self.selection.gradient(&grads)?;
+        let g = self.selection.gradient(&grads, x)?;
         Ok((l.value + pv, g.iter().zip(pg).map(|(a, b)| a + b).collect()))
     }
 }

@@ -5,6 +5,11 @@
 //! photons/m²) and `scale_i` converts it to a well-conditioned unit, by default the CLI flag's
 //! (Å, degrees, mm; fluence relative to its starting value). Gradients convert the other way:
 //! `∂L/∂x_i = (∂L/∂value_i) / scale_i`.
+//!
+//! Components that must stay positive (mosaic spread, fluence) are refined as logarithms,
+//! `x_i = ln(scale_i · value_i)`, `∂L/∂x_i = value_i · ∂L/∂value_i`: a step cannot cross 0, and
+//! the sign of the mosaic spread (a degeneracy: the domains rotated the other way, compensated
+//! by the misset) is excluded.
 
 use crate::error::{Error, Result};
 use crate::gradient::ParamGradient;
@@ -21,8 +26,10 @@ pub struct Component {
     pub index: usize,
     /// `x = scale · value`.
     pub scale: f64,
-    /// The unit of `x` (for printing).
+    /// The unit of `scale · value` (for printing).
     pub unit: &'static str,
+    /// Refine `ln(scale · value)` instead of `scale · value` (positive quantities).
+    pub log: bool,
     /// An optional Gaussian prior on `x`: (mean, σ) in `x` units, adding `½((x − mean)/σ)²` to
     /// the loss (a restraint for parameters the image alone determines poorly).
     pub prior: Option<(f64, f64)>,
@@ -78,8 +85,27 @@ impl Component {
             index,
             scale,
             unit,
+            log: matches!(label, "mosaic" | "fluence"),
             prior: None,
         })
+    }
+
+    /// `x` for a value in display units (`scale · value`).
+    pub fn x_from_display(&self, v: f64) -> f64 {
+        if self.log {
+            v.ln()
+        } else {
+            v
+        }
+    }
+
+    /// The value in display units (`scale · value`: Å, °, mm...) at `x`.
+    pub fn display(&self, x: f64) -> f64 {
+        if self.log {
+            x.exp()
+        } else {
+            x
+        }
     }
 
     /// The same component with a Gaussian prior (mean, σ) in `x` units.
@@ -112,6 +138,16 @@ impl Selection {
         Ok(s)
     }
 
+    /// Values in display units (Å, °, mm, relative fluence) at `x`.
+    pub fn display(&self, x: &[f64]) -> Vec<f64> {
+        self.components.iter().zip(x).map(|(c, &xi)| c.display(xi)).collect()
+    }
+
+    /// `x` for values in display units.
+    pub fn x_from_display(&self, v: &[f64]) -> Vec<f64> {
+        self.components.iter().zip(v).map(|(c, &vi)| c.x_from_display(vi)).collect()
+    }
+
     /// Number of refined components.
     pub fn len(&self) -> usize {
         self.components.len()
@@ -133,10 +169,17 @@ impl Selection {
                     .find(|(n, _)| *n == c.param)
                     .and_then(|(_, t)| t.as_ref())
                     .ok_or_else(|| Error::Config(format!("refine {}: the configuration has no {}", c.label, c.param)))?;
-                host(t)?
+                let v = host(t)?
                     .get(c.index)
                     .map(|v| v * c.scale)
-                    .ok_or_else(|| Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index)))
+                    .ok_or_else(|| Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index)))?;
+                if c.log && !(v > 0.0) {
+                    return Err(Error::Config(format!(
+                        "refine {}: refined as a logarithm, its starting value {v} must be > 0",
+                        c.label
+                    )));
+                }
+                Ok(c.x_from_display(v))
             })
             .collect()
     }
@@ -170,22 +213,23 @@ impl Selection {
             let n = v.len();
             *v.get_mut(c.index)
                 .ok_or_else(|| Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index)))? =
-                xi / c.scale;
+                c.display(xi) / c.scale;
             *slot = Tensor::from_data(TensorData::new(v, [n]), &slot.device());
         }
         Ok(out)
     }
 
-    /// `∂L/∂x` from the per-tensor gradients of [`crate::gradient::image_vjp`].
-    pub fn gradient(&self, grads: &[ParamGradient]) -> Result<Vec<f64>> {
+    /// `∂L/∂x` at `x` from the per-tensor gradients of [`crate::gradient::image_vjp`].
+    pub fn gradient(&self, grads: &[ParamGradient], x: &[f64]) -> Result<Vec<f64>> {
         self.components
             .iter()
-            .map(|c| {
+            .zip(x)
+            .map(|(c, &xi)| {
                 grads
                     .iter()
                     .find(|g| g.name == c.param)
                     .and_then(|g| g.values.get(c.index))
-                    .map(|g| g / c.scale)
+                    .map(|g| if c.log { g * c.display(xi) / c.scale } else { g / c.scale })
                     .ok_or_else(|| Error::Config(format!("refine {}: no gradient for {}", c.label, c.param)))
             })
             .collect()
