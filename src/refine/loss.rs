@@ -58,6 +58,27 @@ pub fn poisson_term(model: f64, counts: f64, floor: f64) -> (f64, f64) {
 }
 
 impl Loss {
+    /// One pixel's term and its derivative `∂L/∂I` (model `i`, counts `k`; photons).
+    pub fn term(&self, i: f64, k: f64) -> (f64, f64) {
+        match *self {
+            Loss::Poisson { floor } => poisson_term(i, k, floor),
+            Loss::LeastSquares { poisson_weights } => {
+                let w = if poisson_weights { 1.0 / k.max(1.0) } else { 1.0 };
+                (0.5 * w * (i - k) * (i - k), w * (i - k))
+            }
+        }
+    }
+
+    /// Checks the loss's settings.
+    pub fn validate(&self) -> Result<()> {
+        if let Loss::Poisson { floor } = self {
+            if !(*floor > 0.0) {
+                return Err(Error::Config(format!("Poisson loss: floor {floor} must be > 0")));
+            }
+        }
+        Ok(())
+    }
+
     /// The loss of `model` against `observed` over the pixels `mask` keeps (all when `None`).
     pub fn evaluate(&self, model: &[f32], observed: &[f32], mask: Option<&[bool]>) -> Result<LossValue> {
         if model.len() != observed.len() || mask.is_some_and(|m| m.len() != model.len()) {
@@ -68,25 +89,14 @@ impl Loss {
                 mask.map_or("none".to_string(), |m| m.len().to_string())
             )));
         }
-        if let Loss::Poisson { floor } = self {
-            if !(*floor > 0.0) {
-                return Err(Error::Config(format!("Poisson loss: floor {floor} must be > 0")));
-            }
-        }
+        self.validate()?;
         let mut value = 0.0;
         let mut grad = vec![0.0f32; model.len()];
         for (p, (&i, &k)) in model.iter().zip(observed).enumerate() {
             if mask.is_some_and(|m| !m[p]) {
                 continue;
             }
-            let (i, k) = (i as f64, k as f64);
-            let (v, g) = match *self {
-                Loss::Poisson { floor } => poisson_term(i, k, floor),
-                Loss::LeastSquares { poisson_weights } => {
-                    let w = if poisson_weights { 1.0 / k.max(1.0) } else { 1.0 };
-                    (0.5 * w * (i - k) * (i - k), w * (i - k))
-                }
-            };
+            let (v, g) = self.term(i as f64, k as f64);
             value += v;
             grad[p] = g as f32;
         }
