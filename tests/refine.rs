@@ -138,17 +138,27 @@ fn lbfgs_recovers_parameters() {
     let loss_true = f.value(&x_true).unwrap();
     let steps: Vec<f64> = sel.components.iter().map(|c| if c.log { 1e-3 } else { 1e-2 }).collect();
     let (se, _) = standard_errors(&poisson_fisher(&mut f, &x_true, &steps, 1e-3).unwrap()).unwrap();
-    eprintln!("loss: start {} refined {} truth {loss_true}", out.history[0].loss, out.loss);
+    eprintln!(
+        "loss: start {} refined {} truth {loss_true}",
+        out.history[0].loss, out.loss
+    );
     let mut failures = vec![];
     for i in 0..x0.len() {
         let z = (out.x[i] - x_true[i]) / se[i];
-        eprintln!("{:>9}: true {:.6} start {:.6} refined {:.6} σ {:.2e} ({z:+.2}σ)", LABELS[i], x_true[i], x0[i], out.x[i], se[i]);
+        eprintln!(
+            "{:>9}: true {:.6} start {:.6} refined {:.6} σ {:.2e} ({z:+.2}σ)",
+            LABELS[i], x_true[i], x0[i], out.x[i], se[i]
+        );
         if z.abs() > 5.0 {
             failures.push(LABELS[i]);
         }
     }
     assert!(failures.is_empty(), "not recovered: {failures:?}");
-    assert!(out.loss <= loss_true + 0.5, "refined loss {} > truth's {loss_true}", out.loss);
+    assert!(
+        out.loss <= loss_true + 0.5,
+        "refined loss {} > truth's {loss_true}",
+        out.loss
+    );
 }
 
 /// burn's Adam moves every component towards the truth and removes most of the loss excess
@@ -168,6 +178,10 @@ fn adam_makes_progress() {
     adam.lr_decay = 0.97;
     let out = adam.minimize(&mut f, &x0, &mut |_, _| {}).unwrap();
     let excess = |l: f64| l - loss_true;
-    eprintln!("Adam loss excess: start {} end {}", excess(out.history[0].loss), excess(out.loss));
+    eprintln!(
+        "Adam loss excess: start {} end {}",
+        excess(out.history[0].loss),
+        excess(out.loss)
+    );
     assert!(excess(out.loss) < 0.05 * excess(out.history[0].loss));
 }

@@ -36,7 +36,12 @@ impl<B: Backend> Adam<B> {
 }
 
 impl<B: Backend> Optimizer for Adam<B> {
-    fn minimize(&mut self, f: &mut dyn Objective, x0: &[f64], log: &mut dyn FnMut(&Iteration, &[f64])) -> Result<Outcome> {
+    fn minimize(
+        &mut self,
+        f: &mut dyn Objective,
+        x0: &[f64],
+        log: &mut dyn FnMut(&Iteration, &[f64]),
+    ) -> Result<Outcome> {
         let adam = self.config.build();
         let n = x0.len();
         let tensor = |v: Vec<f64>| Tensor::<B, 1>::from_data(TensorData::new(v, [n]), &self.device);

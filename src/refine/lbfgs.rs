@@ -79,7 +79,12 @@ pub fn two_loop(g: &[f64], pairs: &VecDeque<(Vec<f64>, Vec<f64>)>) -> Vec<f64> {
 }
 
 impl Optimizer for Lbfgs {
-    fn minimize(&mut self, f: &mut dyn Objective, x0: &[f64], log: &mut dyn FnMut(&Iteration, &[f64])) -> Result<Outcome> {
+    fn minimize(
+        &mut self,
+        f: &mut dyn Objective,
+        x0: &[f64],
+        log: &mut dyn FnMut(&Iteration, &[f64]),
+    ) -> Result<Outcome> {
         let mut x = x0.to_vec();
         let (mut fx, mut g) = f.value_grad(&x)?;
         let mut evaluations = 1;
@@ -215,7 +220,11 @@ mod tests {
         };
         let mut f = Rosenbrock(0);
         let out = opt.minimize(&mut f, &[-1.2, 1.0], &mut |_, _| {}).unwrap();
-        assert!((out.x[0] - 1.0).abs() < 1e-5 && (out.x[1] - 1.0).abs() < 1e-5, "{:?}", out.x);
+        assert!(
+            (out.x[0] - 1.0).abs() < 1e-5 && (out.x[1] - 1.0).abs() < 1e-5,
+            "{:?}",
+            out.x
+        );
         assert!(out.history.windows(2).all(|w| w[1].loss <= w[0].loss));
     }
 
@@ -250,6 +259,10 @@ mod tests {
         let mut adam = Adam::<NdArray<f32>>::new(0.1, 400, &Default::default());
         adam.lr_decay = 0.99;
         let out = adam.minimize(&mut Quad, &[0.0, 0.0], &mut |_, _| {}).unwrap();
-        assert!((out.x[0] - 3.0).abs() < 1e-2 && (out.x[1] + 1.0).abs() < 1e-2, "{:?}", out.x);
+        assert!(
+            (out.x[0] - 3.0).abs() < 1e-2 && (out.x[1] + 1.0).abs() < 1e-2,
+            "{:?}",
+            out.x
+        );
     }
 }

@@ -137,7 +137,10 @@ mod tests {
                 let (i, h) = (model[p] as f64, 1e-5);
                 let fd = (term(i + h) - term(i - h)) / (2.0 * h);
                 let g = lv.grad[p] as f64;
-                assert!((g - fd).abs() <= 1e-6 * fd.abs().max(1.0), "{loss:?} pixel {p}: {g} vs {fd}");
+                assert!(
+                    (g - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+                    "{loss:?} pixel {p}: {g} vs {fd}"
+                );
             }
         }
     }
@@ -157,7 +160,10 @@ mod tests {
             .zip(&observed)
             .map(|(&i, &k)| nll(i as f64, k as f64) - nll(k as f64, k as f64))
             .sum();
-        let got = Loss::Poisson { floor: 1e-3 }.evaluate(&model, &observed, None).unwrap().value;
+        let got = Loss::Poisson { floor: 1e-3 }
+            .evaluate(&model, &observed, None)
+            .unwrap()
+            .value;
         assert!((got - want).abs() < 1e-9 * want.abs(), "{got} vs {want}");
         let ls: f64 = model
             .iter()

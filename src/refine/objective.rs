@@ -122,7 +122,9 @@ impl<B: AutodiffBackend> ImageObjective<'_, B> {
         type Acc = (f64, Vec<Vec<f64>>);
         let total: Mutex<Acc> = Mutex::new((
             0.0,
-            host.iter().map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())]).collect(),
+            host.iter()
+                .map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())])
+                .collect(),
         ));
         let failure: Mutex<Option<Error>> = Mutex::new(None);
         let (loss, observed, mask) = (self.loss, self.observed, self.mask);
@@ -134,12 +136,25 @@ impl<B: AutodiffBackend> ImageObjective<'_, B> {
                 Tensor::from_data(burn::tensor::TensorData::new(v, [n]), device).require_grad()
             });
             let constants = SceneTensors::<B>::constants(exp, device);
-            let mut acc: Acc = (0.0, host.iter().map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())]).collect());
+            let mut acc: Acc = (
+                0.0,
+                host.iter()
+                    .map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())])
+                    .collect(),
+            );
             loop {
                 let j = next.fetch_add(1, Ordering::Relaxed);
                 let Some(pixels) = chunks.get(j) else { break };
                 let st = leaves.scene_with(cfg, exp, &constants, device);
-                let out = chunk_intensity(exp, &scene, &st, pixels, exp.structure_factors.interpolate, block, device);
+                let out = chunk_intensity(
+                    exp,
+                    &scene,
+                    &st,
+                    pixels,
+                    exp.structure_factors.interpolate,
+                    block,
+                    device,
+                );
                 let values = to_host(out.intensity.clone())?;
                 let mut w = Vec::with_capacity(pixels.len());
                 for (&p, &i) in pixels.iter().zip(&values) {

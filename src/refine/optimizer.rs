@@ -33,7 +33,12 @@ pub struct Outcome {
 /// A minimiser of an [`Objective`]. `log` is called after every iteration (print the loss,
 /// record the path...).
 pub trait Optimizer {
-    fn minimize(&mut self, f: &mut dyn Objective, x0: &[f64], log: &mut dyn FnMut(&Iteration, &[f64])) -> Result<Outcome>;
+    fn minimize(
+        &mut self,
+        f: &mut dyn Objective,
+        x0: &[f64],
+        log: &mut dyn FnMut(&Iteration, &[f64]),
+    ) -> Result<Outcome>;
 }
 
 /// Euclidean norm.

@@ -68,7 +68,9 @@ impl Component {
             "lambda" => ("lambda0", 0, 1e10, "Å"),
             "fluence" => {
                 if !(fluence_ref > 0.0 && fluence_ref.is_finite()) {
-                    return Err(Error::Config(format!("refine fluence: reference fluence {fluence_ref} must be > 0")));
+                    return Err(Error::Config(format!(
+                        "refine fluence: reference fluence {fluence_ref} must be > 0"
+                    )));
                 }
                 ("fluence", 0, 1.0 / fluence_ref, "×")
             }
@@ -145,7 +147,11 @@ impl Selection {
 
     /// `x` for values in display units.
     pub fn x_from_display(&self, v: &[f64]) -> Vec<f64> {
-        self.components.iter().zip(v).map(|(c, &vi)| c.x_from_display(vi)).collect()
+        self.components
+            .iter()
+            .zip(v)
+            .map(|(c, &vi)| c.x_from_display(vi))
+            .collect()
     }
 
     /// Number of refined components.
@@ -168,11 +174,12 @@ impl Selection {
                     .iter()
                     .find(|(n, _)| *n == c.param)
                     .and_then(|(_, t)| t.as_ref())
-                    .ok_or_else(|| Error::Config(format!("refine {}: the configuration has no {}", c.label, c.param)))?;
-                let v = host(t)?
-                    .get(c.index)
-                    .map(|v| v * c.scale)
-                    .ok_or_else(|| Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index)))?;
+                    .ok_or_else(|| {
+                        Error::Config(format!("refine {}: the configuration has no {}", c.label, c.param))
+                    })?;
+                let v = host(t)?.get(c.index).map(|v| v * c.scale).ok_or_else(|| {
+                    Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index))
+                })?;
                 if c.log && !(v > 0.0) {
                     return Err(Error::Config(format!(
                         "refine {}: refined as a logarithm, its starting value {v} must be > 0",
@@ -188,7 +195,11 @@ impl Selection {
     /// shared with `params`).
     pub fn write<B: Backend>(&self, params: &Params<B>, x: &[f64]) -> Result<Params<B>> {
         if x.len() != self.len() {
-            return Err(Error::Config(format!("refine: {} values for {} components", x.len(), self.len())));
+            return Err(Error::Config(format!(
+                "refine: {} values for {} components",
+                x.len(),
+                self.len()
+            )));
         }
         let mut out = params.clone();
         for (c, &xi) in self.components.iter().zip(x) {
@@ -211,9 +222,9 @@ impl Selection {
             };
             let mut v = host(slot)?;
             let n = v.len();
-            *v.get_mut(c.index)
-                .ok_or_else(|| Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index)))? =
-                c.display(xi) / c.scale;
+            *v.get_mut(c.index).ok_or_else(|| {
+                Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index))
+            })? = c.display(xi) / c.scale;
             *slot = Tensor::from_data(TensorData::new(v, [n]), &slot.device());
         }
         Ok(out)
@@ -229,7 +240,13 @@ impl Selection {
                     .iter()
                     .find(|g| g.name == c.param)
                     .and_then(|g| g.values.get(c.index))
-                    .map(|g| if c.log { g * c.display(xi) / c.scale } else { g / c.scale })
+                    .map(|g| {
+                        if c.log {
+                            g * c.display(xi) / c.scale
+                        } else {
+                            g / c.scale
+                        }
+                    })
                     .ok_or_else(|| Error::Config(format!("refine {}: no gradient for {}", c.label, c.param)))
             })
             .collect()

@@ -73,7 +73,9 @@ pub fn invert(a: &[Vec<f64>]) -> Result<Vec<Vec<f64>>> {
             .max_by(|&i, &j| m[i][c].abs().total_cmp(&m[j][c].abs()))
             .unwrap_or(c);
         if m[p][c].abs() < 1e-300 {
-            return Err(Error::Config("Fisher information is singular (a parameter has no effect)".into()));
+            return Err(Error::Config(
+                "Fisher information is singular (a parameter has no effect)".into(),
+            ));
         }
         m.swap(c, p);
         let d = m[c][c];
