@@ -113,7 +113,8 @@ impl Optimizer for Lbfgs {
             } else {
                 two_loop(&g, &pairs)
             };
-            if !(dot(&d, &g) < 0.0) {
+            let dg = dot(&d, &g);
+            if dg.is_nan() || dg >= 0.0 {
                 // not a descent direction: forget the curvature pairs
                 pairs.clear();
                 d = steepest(&g, self.initial_step);

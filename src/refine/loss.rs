@@ -72,7 +72,7 @@ impl Loss {
     /// Checks the loss's settings.
     pub fn validate(&self) -> Result<()> {
         if let Loss::Poisson { floor } = self {
-            if !(*floor > 0.0) {
+            if floor.is_nan() || *floor <= 0.0 {
                 return Err(Error::Config(format!("Poisson loss: floor {floor} must be > 0")));
             }
         }

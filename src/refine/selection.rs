@@ -180,7 +180,7 @@ impl Selection {
                 let v = host(t)?.get(c.index).map(|v| v * c.scale).ok_or_else(|| {
                     Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index))
                 })?;
-                if c.log && !(v > 0.0) {
+                if c.log && (v.is_nan() || v <= 0.0) {
                     return Err(Error::Config(format!(
                         "refine {}: refined as a logarithm, its starting value {v} must be > 0",
                         c.label

@@ -42,15 +42,10 @@ pub fn poisson_fisher<B: AutodiffBackend>(
             continue;
         }
         let w = 1.0 / (ip as f64).max(floor);
-        for i in 0..n {
-            for j in 0..=i {
-                f[i][j] += columns[i][p] * columns[j][p] * w;
+        for (fi, ci) in f.iter_mut().zip(&columns) {
+            for (fij, cj) in fi.iter_mut().zip(&columns) {
+                *fij += ci[p] * cj[p] * w;
             }
-        }
-    }
-    for i in 0..n {
-        for j in 0..i {
-            f[j][i] = f[i][j];
         }
     }
     Ok(f)
@@ -113,9 +108,9 @@ mod tests {
     fn inverse_of_a_spd_matrix() {
         let a = vec![vec![4.0, 1.0, 0.5], vec![1.0, 3.0, 0.2], vec![0.5, 0.2, 2.0]];
         let inv = invert(&a).unwrap();
-        for i in 0..3 {
+        for (i, row) in a.iter().enumerate() {
             for j in 0..3 {
-                let v: f64 = (0..3).map(|k| a[i][k] * inv[k][j]).sum();
+                let v: f64 = row.iter().zip(&inv).map(|(x, r)| x * r[j]).sum();
                 assert!((v - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);
             }
         }
