@@ -190,8 +190,8 @@ impl Optimizer for Lbfgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diff::testing::{dev, B};
     use crate::refine::adam::Adam;
-    use burn::backend::ndarray::NdArray;
 
     /// The Rosenbrock function, a classic badly conditioned valley.
     struct Rosenbrock(usize);
@@ -257,7 +257,8 @@ mod tests {
                 ))
             }
         }
-        let mut adam = Adam::<NdArray<f32>>::new(0.1, 400, &Default::default());
+        // the lib's unit tests share one f64 device (one precision per test binary)
+        let mut adam = Adam::<B>::new(0.1, 400, &dev());
         adam.lr_decay = 0.99;
         let out = adam.minimize(&mut Quad, &[0.0, 0.0], &mut |_, _| {}).unwrap();
         assert!(
