@@ -23,7 +23,7 @@ const TRUTH: &str = "-default_F 100 -cell 30 35 40 90 90 90 -misset 10 20 30 -la
     -distance 100 -pixel 0.2 -detpixels 256 -mosaic 0.3 -mosaic_dom 4 -oversample 1 -water 0.01";
 
 /// Refined components and their perturbations (x units: Å, °, mm, relative fluence).
-const START: [(&str, Perturb); 11] = [
+const START: [(&str, Perturb); 12] = [
     ("cell_a", Perturb::Relative(0.01)),
     ("cell_b", Perturb::Relative(-0.01)),
     ("cell_c", Perturb::Relative(0.01)),
@@ -33,6 +33,8 @@ const START: [(&str, Perturb); 11] = [
     ("distance", Perturb::Add(2.0)),
     ("Xbeam", Perturb::Add(0.3)),
     ("Ybeam", Perturb::Add(-0.3)),
+    // -gauss_xtal's spot depends on Na·Nb·Nc only: one N is refined, the others fixed
+    ("Na", Perturb::Add(1.0)),
     ("mosaic", Perturb::Relative(1.0)),
     ("fluence", Perturb::Relative(0.3)),
 ];

@@ -19,12 +19,14 @@ type Ad = Autodiff<NdArray<f64>>;
 const TRUTH: &str = "-default_F 100 -cell 30 35 40 90 90 90 -misset 10 20 30 -lambda 1.0 -N 5 -gauss_xtal \
     -distance 100 -pixel 0.4 -detpixels 128 -mosaic 0.3 -mosaic_dom 4 -oversample 1 -water 0.01";
 
-const LABELS: [&str; 11] = [
-    "cell_a", "cell_b", "cell_c", "misset_x", "misset_y", "misset_z", "distance", "Xbeam", "Ybeam", "mosaic", "fluence",
+/// (`-gauss_xtal`'s spot depends on Na·Nb·Nc only, so one N is refined.)
+const LABELS: [&str; 12] = [
+    "cell_a", "cell_b", "cell_c", "misset_x", "misset_y", "misset_z", "distance", "Xbeam", "Ybeam", "Na", "mosaic",
+    "fluence",
 ];
 
 /// Start offsets in display units (Å, °, mm; mosaic and fluence relative): cell ±1 %, misset
-/// 0.5°, distance +2 mm, beam centre ±0.3 mm, mosaic ×2, fluence ×1.3.
+/// 0.5°, distance +2 mm, beam centre ±0.3 mm, Na +1, mosaic ×2, fluence ×1.3.
 fn start(v: &[f64]) -> Vec<f64> {
     let rel = [0.01, -0.01, 0.01];
     let add = [0.5, -0.5, 0.5, 2.0, 0.3, -0.3];
@@ -35,8 +37,9 @@ fn start(v: &[f64]) -> Vec<f64> {
     for i in 0..6 {
         s[3 + i] += add[i];
     }
-    s[9] *= 2.0;
-    s[10] *= 1.3;
+    s[9] += 1.0;
+    s[10] *= 2.0;
+    s[11] *= 1.3;
     s
 }
 
@@ -64,7 +67,7 @@ fn selection_reads_writes_and_rejects() {
     let x = sel.read(&params).unwrap();
     // CLI units: the flags' values
     // (the Mosflm default beam centre is (51.2 mm + 0.4 mm)/2)
-    let want = [30.0, 35.0, 40.0, 10.0, 20.0, 30.0, 100.0, 25.8, 25.8, 0.3, 1.0];
+    let want = [30.0, 35.0, 40.0, 10.0, 20.0, 30.0, 100.0, 25.8, 25.8, 5.0, 0.3, 1.0];
     for (i, (v, w)) in sel.display(&x).iter().zip(want).enumerate() {
         assert!((v - w).abs() < 1e-9 * w.max(1.0), "{}: {v} vs {w}", LABELS[i]);
     }

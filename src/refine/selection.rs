@@ -6,7 +6,7 @@
 //! (Å, degrees, mm; fluence relative to its starting value). Gradients convert the other way:
 //! `∂L/∂x_i = (∂L/∂value_i) / scale_i`.
 //!
-//! Components that must stay positive (mosaic spread, fluence) are refined as logarithms,
+//! Components that must stay positive (mosaic spread, fluence, water size) are refined as logarithms,
 //! `x_i = ln(scale_i · value_i)`, `∂L/∂x_i = value_i · ∂L/∂value_i`: a step cannot cross 0, and
 //! the sign of the mosaic spread (a degeneracy: the domains rotated the other way, compensated
 //! by the misset) is excluded.
@@ -41,8 +41,10 @@ impl Component {
     /// The component named like the CLI flag (or `-derivative` name): `cell_a`, `cell_b`,
     /// `cell_c` (Å), `cell_alpha`, `cell_beta`, `cell_gamma`, `misset_x/y/z`, `phi`, `osc`
     /// (φ step), `mosaic`, `detector_rotx/y/z`, `twotheta` (degrees), `distance`,
-    /// `close_distance`, `Xbeam`, `Ybeam` (mm), `lambda` (Å), `fluence` (relative: `x = 1` at
-    /// `fluence_ref`).
+    /// `close_distance`, `Xbeam`, `Ybeam` (mm), `lambda` (Å), `Na`, `Nb`, `Nc` (unit cells),
+    /// `polar` (Kahn factor), `water` (µm), `default_F` (electrons), `dispersion` (fraction),
+    /// `fluence` (relative: 1 at `fluence_ref`). `mosaic`, `fluence` and `water` are refined as
+    /// logarithms.
     pub fn named(label: &str, fluence_ref: f64) -> Result<Self> {
         let (param, index, scale, unit) = match label {
             "cell_a" => ("cell", 0, 1.0, "Å"),
@@ -66,6 +68,13 @@ impl Component {
             "detector_rotz" => ("detector_rotation", 2, DEG, "°"),
             "twotheta" => ("twotheta", 0, DEG, "°"),
             "lambda" => ("lambda0", 0, 1e10, "Å"),
+            "Na" => ("n_cells", 0, 1.0, "cells"),
+            "Nb" => ("n_cells", 1, 1.0, "cells"),
+            "Nc" => ("n_cells", 2, 1.0, "cells"),
+            "polar" => ("polarization", 0, 1.0, ""),
+            "water" => ("water_size", 0, 1e6, "µm"),
+            "default_F" => ("default_f", 0, 1.0, "e"),
+            "dispersion" => ("dispersion", 0, 1.0, ""),
             "fluence" => {
                 if !(fluence_ref > 0.0 && fluence_ref.is_finite()) {
                     return Err(Error::Config(format!(
@@ -77,7 +86,8 @@ impl Component {
             other => {
                 return Err(Error::Config(format!(
                     "refine: unknown parameter '{other}' (known: cell_a..cell_gamma, misset_x/y/z, phi, osc, \
-                     mosaic, distance, close_distance, Xbeam, Ybeam, detector_rotx/y/z, twotheta, lambda, fluence)"
+                     mosaic, distance, close_distance, Xbeam, Ybeam, detector_rotx/y/z, twotheta, lambda, Na, Nb, Nc, \
+                     polar, water, default_F, dispersion, fluence)"
                 )))
             }
         };
@@ -87,7 +97,7 @@ impl Component {
             index,
             scale,
             unit,
-            log: matches!(label, "mosaic" | "fluence"),
+            log: matches!(label, "mosaic" | "fluence" | "water"),
             prior: None,
         })
     }
@@ -203,29 +213,15 @@ impl Selection {
         }
         let mut out = params.clone();
         for (c, &xi) in self.components.iter().zip(x) {
-            let slot: &mut Tensor<B, 1> = match c.param {
-                "cell" => &mut out.cell,
-                "misset" => &mut out.misset,
-                "phi" => &mut out.phi,
-                "mosaic_spread" => &mut out.mosaic_spread,
-                "distance" => &mut out.distance,
-                "close_distance" => out
-                    .close_distance
-                    .as_mut()
-                    .ok_or_else(|| Error::Config(format!("refine {}: no -close_distance given", c.label)))?,
-                "beam_center" => &mut out.beam_center,
-                "detector_rotation" => &mut out.detector_rotation,
-                "twotheta" => &mut out.twotheta,
-                "lambda0" => &mut out.lambda0,
-                "fluence" => &mut out.fluence,
-                other => return Err(Error::Config(format!("refine {}: cannot set {other}", c.label))),
-            };
-            let mut v = host(slot)?;
+            let slot = out
+                .get(c.param)
+                .ok_or_else(|| Error::Config(format!("refine {}: the configuration has no {}", c.label, c.param)))?;
+            let mut v = host(&slot)?;
             let n = v.len();
             *v.get_mut(c.index).ok_or_else(|| {
                 Error::Config(format!("refine {}: {} has no component {}", c.label, c.param, c.index))
             })? = c.display(xi) / c.scale;
-            *slot = Tensor::from_data(TensorData::new(v, [n]), &slot.device());
+            out = out.replace(c.param, Tensor::from_data(TensorData::new(v, [n]), &slot.device()))?;
         }
         Ok(out)
     }
