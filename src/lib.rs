@@ -20,6 +20,7 @@ pub mod noise;
 pub mod output;
 pub mod params;
 pub mod physics;
+pub mod refine;
 pub mod rng;
 pub mod scene;
 pub mod setup;

@@ -1,0 +1,25 @@
+//! Refinement: fit parameters of the simulation to an observed image.
+//!
+//! * [`loss`] — Poisson negative log-likelihood and least squares, with ∂L/∂I per pixel;
+//! * [`selection`] — which parameter components are refined, in which units;
+//! * [`objective`] — the loss as a function of the selected components, with its gradient
+//!   from [`crate::gradient::image_vjp`];
+//! * [`optimizer`], [`adam`], [`lbfgs`] — burn's Adam and a hand-written L-BFGS behind one
+//!   interface, logging every iteration.
+//!
+//! See `docs/refinement.md`.
+
+pub mod adam;
+pub mod lbfgs;
+pub mod loss;
+pub mod objective;
+pub mod optimizer;
+pub mod selection;
+pub mod uncertainty;
+
+pub use adam::Adam;
+pub use lbfgs::Lbfgs;
+pub use loss::{Loss, LossValue};
+pub use objective::{ImageObjective, Objective};
+pub use optimizer::{Iteration, Optimizer, Outcome};
+pub use selection::{Component, Selection};

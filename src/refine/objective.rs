@@ -1,0 +1,228 @@
+//! The function an optimiser minimises: the loss of the simulated image against an observed
+//! one, as a function of the selected parameter components `x` (see [`super::selection`]).
+
+use super::loss::Loss;
+use super::selection::Selection;
+use crate::config::SimConfig;
+use crate::error::{Error, Result};
+use crate::params::Params;
+use crate::scene::{tensor2, to_host, Scene, SceneTensors};
+use crate::setup::Experiment;
+use crate::simulate::{chunk_intensity, chunking, render_scene, Image, RenderOptions};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// A scalar function of `x` with its gradient.
+///
+/// Gradient methods (Adam, L-BFGS) need `value_grad`; a Jacobian method (Gauss–Newton,
+/// Levenberg–Marquardt on derivative images) would add a `residuals_jacobian` method returning
+/// per-pixel residuals and their `[pixels, x]` Jacobian, implemented by objectives that can.
+pub trait Objective {
+    /// Number of variables.
+    fn dim(&self) -> usize;
+    /// The loss at `x` (a forward pass only).
+    fn value(&mut self, x: &[f64]) -> Result<f64>;
+    /// The loss and `∂L/∂x` at `x`.
+    fn value_grad(&mut self, x: &[f64]) -> Result<(f64, Vec<f64>)>;
+}
+
+/// Loss of the image simulated at `x` against `observed` (photons per pixel, fast-major over
+/// the whole detector), plus the selection's priors.
+pub struct ImageObjective<'a, B: AutodiffBackend> {
+    pub cfg: &'a SimConfig,
+    pub exp: &'a Experiment,
+    /// Values of the components that are not refined.
+    pub base: Params<B>,
+    pub selection: Selection,
+    pub observed: &'a [f32],
+    /// `true` = use the pixel; `None` = all.
+    pub mask: Option<&'a [bool]>,
+    pub loss: Loss,
+    pub options: RenderOptions,
+    pub device: B::Device,
+    /// Forward passes and forward+backward passes so far.
+    pub forward_passes: usize,
+    pub gradient_passes: usize,
+}
+
+impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
+    /// An objective starting from the configuration's own parameter values.
+    pub fn new(
+        cfg: &'a SimConfig,
+        exp: &'a Experiment,
+        selection: Selection,
+        observed: &'a [f32],
+        loss: Loss,
+        device: &B::Device,
+    ) -> Self {
+        Self {
+            cfg,
+            exp,
+            base: Params::new(cfg, exp, device),
+            selection,
+            observed,
+            mask: None,
+            loss,
+            options: RenderOptions::default(),
+            device: device.clone(),
+            forward_passes: 0,
+            gradient_passes: 0,
+        }
+    }
+
+    /// The parameters at `x` (no gradient tracking).
+    pub fn params(&self, x: &[f64]) -> Result<Params<B>> {
+        self.selection.write(&self.base, x)
+    }
+
+    /// The image simulated at `x`.
+    pub fn image(&mut self, x: &[f64]) -> Result<Image> {
+        let params = self.params(x)?;
+        let scene = Scene::new(self.exp);
+        let constants = SceneTensors::<B>::constants(self.exp, &self.device);
+        let (cfg, exp, device) = (self.cfg, self.exp, &self.device);
+        self.forward_passes += 1;
+        render_scene(exp, &scene, &self.options, device, &|| {
+            params.scene_with(cfg, exp, &constants, device)
+        })
+    }
+}
+
+impl<B: AutodiffBackend> ImageObjective<'_, B> {
+    /// The loss at `x` and its gradient for every parameter tensor, in one pass: chunk by
+    /// chunk (worker threads as for rendering), the chunk's intensities are read back, the
+    /// loss terms and their derivatives ∂L/∂I computed on the host, and Σ (∂L/∂I)·I
+    /// differentiated in the same graph (the loss is a sum over pixels, so the chunk's weights
+    /// depend on the chunk alone; this is [`crate::gradient::image_vjp`] with the weights made
+    /// from the forward values).
+    pub fn loss_vjp(&mut self, x: &[f64]) -> Result<(f64, Vec<crate::gradient::ParamGradient>)> {
+        self.loss.validate()?;
+        let (exp, cfg, device) = (self.exp, self.cfg, &self.device);
+        if self.observed.len() != exp.detector.pixels() || self.mask.is_some_and(|m| m.len() != self.observed.len()) {
+            return Err(Error::Config(format!(
+                "refine: observed image has {} pixels, the detector {}",
+                self.observed.len(),
+                exp.detector.pixels()
+            )));
+        }
+        let params = self.params(x)?;
+        let host: Vec<(&'static str, Option<Vec<f64>>)> = params
+            .tensors()
+            .into_iter()
+            .map(|(n, t)| Ok((n, t.map(to_host).transpose()?)))
+            .collect::<Result<_>>()?;
+        let scene = Scene::new(exp);
+        let active = exp.active_pixels();
+        let (per_chunk, block) = chunking(exp, &scene, active.len(), &self.options);
+        let chunks: Vec<&[u32]> = active.chunks(per_chunk).collect();
+        let threads = self.options.threads.clamp(1, chunks.len().max(1));
+        let next = AtomicUsize::new(0);
+        type Acc = (f64, Vec<Vec<f64>>);
+        let total: Mutex<Acc> = Mutex::new((
+            0.0,
+            host.iter()
+                .map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())])
+                .collect(),
+        ));
+        let failure: Mutex<Option<Error>> = Mutex::new(None);
+        let (loss, observed, mask) = (self.loss, self.observed, self.mask);
+        let worker = || -> Result<()> {
+            // fresh leaves per worker; the constant tensors uploaded once per worker
+            let leaves = params.clone().map(|t| {
+                let n = t.dims()[0];
+                let v = to_host(t).unwrap_or_else(|_| vec![0.0; n]);
+                Tensor::from_data(burn::tensor::TensorData::new(v, [n]), device).require_grad()
+            });
+            let constants = SceneTensors::<B>::constants(exp, device);
+            let mut acc: Acc = (
+                0.0,
+                host.iter()
+                    .map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())])
+                    .collect(),
+            );
+            loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some(pixels) = chunks.get(j) else { break };
+                let st = leaves.scene_with(cfg, exp, &constants, device);
+                let out = chunk_intensity(
+                    exp,
+                    &scene,
+                    &st,
+                    pixels,
+                    exp.structure_factors.interpolate,
+                    block,
+                    device,
+                );
+                let values = to_host(out.intensity.clone())?;
+                let mut w = Vec::with_capacity(pixels.len());
+                for (&p, &i) in pixels.iter().zip(&values) {
+                    let p = p as usize;
+                    if mask.is_some_and(|m| !m[p]) {
+                        w.push(0.0);
+                        continue;
+                    }
+                    let (v, g) = loss.term(i, observed[p] as f64);
+                    acc.0 += v;
+                    w.push(g);
+                }
+                let weighted = (out.intensity * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
+                let grads = weighted.backward();
+                for (a, (_, t)) in acc.1.iter_mut().zip(leaves.tensors()) {
+                    if let Some(g) = t.and_then(|t| t.grad(&grads)) {
+                        for (ai, gi) in a.iter_mut().zip(to_host(g)?) {
+                            *ai += gi;
+                        }
+                    }
+                }
+            }
+            let mut tot = total.lock().expect("no worker panicked");
+            tot.0 += acc.0;
+            for (t, a) in tot.1.iter_mut().zip(acc.1) {
+                t.iter_mut().zip(a).for_each(|(ti, ai)| *ti += ai);
+            }
+            Ok(())
+        };
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    if let Err(e) = worker() {
+                        failure.lock().expect("no worker panicked").get_or_insert(e);
+                    }
+                });
+            }
+        });
+        if let Some(e) = failure.into_inner().expect("no worker panicked") {
+            return Err(e);
+        }
+        self.gradient_passes += 1;
+        let (value, sums) = total.into_inner().expect("no worker panicked");
+        let grads = host
+            .iter()
+            .zip(sums)
+            .filter(|((_, v), _)| v.is_some())
+            .map(|((name, _), values)| crate::gradient::ParamGradient { name, values })
+            .collect();
+        Ok((value, grads))
+    }
+}
+
+impl<B: AutodiffBackend> Objective for ImageObjective<'_, B> {
+    fn dim(&self) -> usize {
+        self.selection.len()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64> {
+        let image = self.image(x)?;
+        let l = self.loss.evaluate(&image.data, self.observed, self.mask)?;
+        Ok(l.value + self.selection.prior(x).0)
+    }
+
+    fn value_grad(&mut self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let (value, grads) = self.loss_vjp(x)?;
+        let (pv, pg) = self.selection.prior(x);
+        let g = self.selection.gradient(&grads, x)?;
+        Ok((value + pv, g.iter().zip(pg).map(|(a, b)| a + b).collect()))
+    }
+}
