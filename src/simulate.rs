@@ -102,7 +102,8 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
     let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
     // small chunks keep the intermediates in cache and avoid allocator churn: measured fastest
     // around 2^15 elements per [samples, orientations] tensor (docs/performance.md)
-    let elements = (per_worker / BYTES_PER_ELEMENT).min(CACHE_ELEMENTS);
+    let cache = std::env::var("NB_TMP_CACHE").ok().and_then(|v| v.parse().ok()).unwrap_or(CACHE_ELEMENTS);
+    let elements = (per_worker / BYTES_PER_ELEMENT).min(cache);
     let sequential =
         exp.oversample_thick || exp.oversample_polar || exp.oversample_omega || exp.structure_factors.interpolate;
     let block = if sequential { c } else { c.min((elements / rpp).max(1)) };
@@ -323,12 +324,11 @@ pub fn chunk_intensity<B: Backend>(
     }
     let (dir, airpath) = diffracted_directions(pos);
     let omega = solid_angle(airpath, det.pixel_size, st.close_distance.clone(), det.point_pixel);
-    let capture = if exp.sensor.thickness > 0.0 {
+    // without a sensor the capture fraction is 1
+    let capture: Option<Tensor<B, 2>> = (exp.sensor.thickness > 0.0).then(|| {
         let layer = tensor2(layer, [r, 1], device);
         capture_fraction(dir.clone(), st.odet_col.clone(), layer, exp.sensor.step, exp.sensor.mu)
-    } else {
-        omega.ones_like()
-    };
+    });
 
     // per source, [R, S]
     let cos2t = cos_two_theta(dir.clone(), st.incident_t.clone());
@@ -408,8 +408,8 @@ pub fn chunk_intensity<B: Backend>(
         }
         if flags {
             let mut factor = term.ones_like();
-            if exp.oversample_thick {
-                factor = factor * capture.clone();
+            if let (true, Some(cap)) = (exp.oversample_thick, &capture) {
+                factor = factor * cap.clone();
             }
             if exp.oversample_polar {
                 if let Some(pol) = &polar {
@@ -434,16 +434,27 @@ pub fn chunk_intensity<B: Backend>(
     }
 
     // per-pixel reductions, [P, ·]
-    let first_of = |t: &Tensor<B, 2>, col: usize| t.clone().reshape([p, rpp]).slice([0..p, col..col + 1]);
+    // (a reshape or slice copies on burn-ndarray: skipped when there is one sample per pixel)
+    let first_of = |t: &Tensor<B, 2>, col: usize| {
+        if rpp == 1 {
+            t.clone()
+        } else {
+            t.clone().reshape([p, rpp]).slice([0..p, col..col + 1])
+        }
+    };
     let omega_first = first_of(&omega, 0);
-    let capture_last = first_of(&capture, (exp.sensor.layers - 1) * os * os);
     let polar_first = match &polar {
         None => omega_first.ones_like(),
         Some(pol) => {
             let s = scene.sources;
-            let pol = pol.clone().reshape([p, rpp * s]);
+            let pol = if rpp * s == 1 {
+                pol.clone()
+            } else {
+                pol.clone().reshape([p, rpp * s])
+            };
             match &keep {
                 // nothing culled: the pixel's first sample and first source
+                None if rpp * s == 1 => pol,
                 None => pol.slice([0..p, 0..1]),
                 // the first (sample, source) that survives the dmin cut
                 Some(k) => {
@@ -479,9 +490,8 @@ pub fn chunk_intensity<B: Backend>(
     };
     // r_e²·fluence first: the two alone would overflow f32
     intensity = intensity * (st.fluence.clone() * (R_E_SQR / exp.steps as f64));
-    // without a sensor the capture fraction is 1
-    if !exp.oversample_thick && exp.sensor.thickness > 0.0 {
-        intensity = intensity * capture_last;
+    if let (false, Some(cap)) = (exp.oversample_thick, &capture) {
+        intensity = intensity * first_of(cap, (exp.sensor.layers - 1) * os * os);
     }
     if !exp.oversample_polar {
         intensity = intensity * polar_first;

@@ -48,7 +48,8 @@ pub fn solid_angle<B: Backend>(
     if point_pixel {
         airpath.powi_scalar(2).recip()
     } else {
-        airpath.powi_scalar(3).recip() * close_distance * (pixel_size * pixel_size)
+        // R²·R rather than R³: a power other than 2 costs a libm pow per element
+        (airpath.clone().powi_scalar(2) * airpath).recip() * close_distance * (pixel_size * pixel_size)
     }
 }
 
