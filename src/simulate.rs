@@ -12,6 +12,7 @@ use crate::physics::detector::{
     capture_fraction, curved_positions, diffracted_directions, pixel_positions, solid_angle,
 };
 use crate::physics::lattice::lattice_factor;
+use crate::physics::scale_column;
 use crate::physics::polarization::kahn_factor;
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
@@ -489,7 +490,7 @@ pub fn chunk_intensity<B: Backend>(
         }
     };
     // r_e²·fluence first: the two alone would overflow f32
-    intensity = intensity * (st.fluence.clone() * (R_E_SQR / exp.steps as f64));
+    intensity = scale_column(intensity, st.fluence.clone() * (R_E_SQR / exp.steps as f64));
     if let (false, Some(cap)) = (exp.oversample_thick, &capture) {
         intensity = intensity * first_of(cap, (exp.sensor.layers - 1) * os * os);
     }

@@ -27,10 +27,18 @@ pub fn miller_indices<B: Backend>(
     offset: Tensor<B, 2>,
 ) -> [Tensor<B, 2>; 3] {
     // one product per axis: each index comes out contiguous (slicing columns out of one
-    // [R, 3C] product costs a strided copy per axis, slower than the products themselves)
+    // [R, 3C] product costs a strided copy per axis, slower than the products themselves);
+    // the offset enters the product as a row (see `affine_rows`)
     let c = coef.dims()[1] / 3;
+    let r = directions.dims()[0];
+    let ones = Tensor::ones([r, 1], &directions.device());
+    let augmented = Tensor::cat(vec![directions, ones], 1);
     [0, 1, 2].map(|i| {
         let cols = i * c..(i + 1) * c;
-        directions.clone().matmul(coef.clone().slice([0..3, cols.clone()])) - offset.clone().slice([0..1, cols])
+        let m = Tensor::cat(
+            vec![coef.clone().slice([0..3, cols.clone()]), offset.clone().slice([0..1, cols]).neg()],
+            0,
+        );
+        augmented.clone().matmul(m)
     })
 }
