@@ -68,7 +68,14 @@ fn stages(c: &mut Criterion) {
     let dir = directions();
     let incident = t2(vec![1.0, 0.0, 0.0], [3, 1]);
     g.bench_function("scattering: cos 2θ + Kahn factor (K = 0)", |b| {
-        b.iter(|| kahn_factor(cos_two_theta(dir.clone(), incident.clone()), dir.clone(), dir.clone(), 0.0))
+        b.iter(|| {
+            kahn_factor(
+                cos_two_theta(dir.clone(), incident.clone()),
+                dir.clone(),
+                dir.clone(),
+                0.0,
+            )
+        })
     });
     let coef = t2(values(9, -1.6e9, 1.6e9, 0.7), [3, 3]);
     let offset = t2(values(3, -10.0, 10.0, 0.2), [1, 3]);
@@ -84,7 +91,9 @@ fn stages(c: &mut Criterion) {
             fudge: 1.0,
             recip: [[0.01, 0.0, 0.0], [0.0, 0.01, 0.0], [0.0, 0.0, 0.01]],
         };
-        g.bench_function(format!("lattice: F_latt {shape:?}"), |b| b.iter(|| lattice_factor(&hkl, &p)));
+        g.bench_function(format!("lattice: F_latt {shape:?}"), |b| {
+            b.iter(|| lattice_factor(&hkl, &p))
+        });
     }
     let grid = HklGrid {
         h_min: -32,

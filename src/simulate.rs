@@ -12,10 +12,11 @@ use crate::physics::detector::{
     capture_fraction, curved_positions, diffracted_directions, pixel_positions, solid_angle,
 };
 use crate::physics::lattice::lattice_factor;
-use crate::physics::scale_column;
-use crate::physics::polarization::kahn_factor;
+use crate::physics::lattice::LatticeTensors;
+use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
+use crate::physics::{rows_for_autodiff, scale_column};
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
 use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, TensorData};
@@ -103,7 +104,10 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
     let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
     // small chunks keep the intermediates in cache and avoid allocator churn: measured fastest
     // around 2^15 elements per [samples, orientations] tensor (docs/performance.md)
-    let cache = std::env::var("NB_TMP_CACHE").ok().and_then(|v| v.parse().ok()).unwrap_or(CACHE_ELEMENTS);
+    let cache = std::env::var("NB_TMP_CACHE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CACHE_ELEMENTS);
     let elements = (per_worker / BYTES_PER_ELEMENT).min(cache);
     let sequential =
         exp.oversample_thick || exp.oversample_polar || exp.oversample_omega || exp.structure_factors.interpolate;
@@ -339,6 +343,11 @@ pub fn chunk_intensity<B: Backend>(
             .float()
     });
     let polar: Option<Tensor<B, 2>> = (!exp.nopolar).then(|| {
+        if let Some(k) = &st.kahn {
+            let e = dir.clone().matmul(st.e_in_t.clone());
+            let b = dir.clone().matmul(st.b_in_t.clone());
+            return kahn_factor_tensor(cos2t.clone(), e, b, rows_for_autodiff(k.clone(), r));
+        }
         // the E/B projections only matter for a polarized beam (K ≠ 0)
         let (e, b) = if exp.polarization != 0.0 {
             (
@@ -357,12 +366,17 @@ pub fn chunk_intensity<B: Backend>(
     let mut bragg: Option<Tensor<B, 2>> = None; // Σ over orientations, [R, 1]
     let mut weighted: Option<(Tensor<B, 2>, Tensor<B, 2>)> = None; // flag path: (terms, factors) [R, C]
     let mut out_of_range = false;
+    // per-row copies of the parameter rows under autodiff (fast backward, see rows_for_autodiff)
+    let lattice_rows = st.lattice.as_ref().map(|t| LatticeTensors {
+        n: rows_for_autodiff(t.n.clone(), r),
+        recip: rows_for_autodiff(t.recip.clone(), r),
+    });
     let mut lo = 0;
     while lo < c {
         let hi = (lo + block).min(c);
         let (coef, offset) = st.block(lo, hi);
         let hkl = miller_indices(dir.clone(), coef, offset);
-        let f_latt = lattice_factor(&hkl, &scene.lattice);
+        let f_latt = lattice_factor(&hkl, &scene.lattice, lattice_rows.as_ref());
         // which terms C evaluates: survived dmin and (F_latt ≠ 0 or water)
         let mut valid: Option<Tensor<B, 2>> = keep.as_ref().map(|k| per_orientation(k, scene, lo, hi, device));
         if !water && (flags || tri) {
@@ -400,9 +414,10 @@ pub fn chunk_intensity<B: Backend>(
             Some(grid) => Some(nearest(&hkl, grid)),
         };
         let mut term = f_latt.powi_scalar(2);
-        term = match f_cell {
-            Some(f) => term * f.powi_scalar(2),
-            None => term * exp.structure_factors.default_f.powi(2),
+        term = match (f_cell, &st.default_f) {
+            (Some(f), _) => term * f.powi_scalar(2),
+            (None, Some(f)) => term * rows_for_autodiff(f.clone().powi_scalar(2), r),
+            (None, None) => term * exp.structure_factors.default_f.powi(2),
         };
         if let Some(v) = &valid {
             term = term * v.clone();
@@ -474,10 +489,10 @@ pub fn chunk_intensity<B: Backend>(
             } else {
                 bragg.reshape([p, rpp]).sum_dim(1)
             };
-            if exp.i_bg != 0.0 {
-                per_pixel + exp.i_bg
-            } else {
-                per_pixel
+            match &st.i_bg {
+                Some(i_bg) => per_pixel + rows_for_autodiff(i_bg.clone(), p),
+                None if exp.i_bg != 0.0 => per_pixel + exp.i_bg,
+                None => per_pixel,
             }
         }
         Some((term, factor)) => {
@@ -486,7 +501,11 @@ pub fn chunk_intensity<B: Backend>(
             let all = suffix.clone().slice([0..p, 0..1]);
             // skipped terms are 0 even where the running product overflowed (0·∞)
             let skipped = term.clone().equal_elem(0.0);
-            (term * suffix).mask_fill(skipped, 0.0).sum_dim(1) + all * exp.i_bg
+            let bragg = (term * suffix).mask_fill(skipped, 0.0).sum_dim(1);
+            match &st.i_bg {
+                Some(i_bg) => bragg + all * rows_for_autodiff(i_bg.clone(), p),
+                None => bragg + all * exp.i_bg,
+            }
         }
     };
     // r_e²·fluence first: the two alone would overflow f32

@@ -34,6 +34,17 @@ pub fn scale_column<B: Backend>(x: Tensor<B, 2>, s: Tensor<B, 2>) -> Tensor<B, 2
     }
 }
 
+/// `t` `[1, M]` repeated to `n` rows under autodiff, as the product ones·t whose backward is a
+/// matrix product (see [`affine_rows`]); unchanged otherwise (it broadcasts). Tensors with
+/// more than one row are returned as they are.
+pub fn rows_for_autodiff<B: Backend>(t: Tensor<B, 2>, n: usize) -> Tensor<B, 2> {
+    if B::ad_enabled(&t.device()) && t.dims()[0] == 1 && n > 1 {
+        Tensor::ones([n, 1], &t.device()).matmul(t)
+    } else {
+        t
+    }
+}
+
 /// Column `j` of a `[N, M]` tensor, as `[N, 1]`.
 pub fn column<B: Backend>(t: &Tensor<B, 2>, j: usize) -> Tensor<B, 2> {
     let n = t.dims()[0];

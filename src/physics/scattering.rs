@@ -36,7 +36,10 @@ pub fn miller_indices<B: Backend>(
     [0, 1, 2].map(|i| {
         let cols = i * c..(i + 1) * c;
         let m = Tensor::cat(
-            vec![coef.clone().slice([0..3, cols.clone()]), offset.clone().slice([0..1, cols]).neg()],
+            vec![
+                coef.clone().slice([0..3, cols.clone()]),
+                offset.clone().slice([0..1, cols]).neg(),
+            ],
             0,
         );
         augmented.clone().matmul(m)
