@@ -21,6 +21,9 @@ pub struct ParamGradient {
     pub values: Vec<f64>,
 }
 
+/// One worker's share: (chunk index, pixel values) per chunk, Σω, gradient per parameter.
+type WorkerOut = (Vec<(usize, Vec<f64>)>, f64, Vec<Vec<f64>>);
+
 /// The image at `params`, and Σ_p w_p·∂I_p/∂θ for every parameter θ (`weights` fast-major
 /// over the whole detector; `None` = all ones).
 pub fn image_vjp<B: AutodiffBackend>(
@@ -57,7 +60,7 @@ pub fn image_vjp<B: AutodiffBackend>(
     // respect to leaves of its own (detached copies of the parameters that require a
     // gradient): threads sharing leaves would have their graphs merged by burn's autodiff
     // under one lock. The gradients of the copies are those of the originals.
-    let worker = || -> Result<(Vec<(usize, Vec<f64>)>, f64, Vec<Vec<f64>>)> {
+    let worker = || -> Result<WorkerOut> {
         let own = params.clone().map(|t| {
             if t.is_require_grad() {
                 t.detach().require_grad()
