@@ -92,7 +92,7 @@ fn stages(c: &mut Criterion) {
             recip: [[0.01, 0.0, 0.0], [0.0, 0.01, 0.0], [0.0, 0.0, 0.01]],
         };
         g.bench_function(format!("lattice: F_latt {shape:?}"), |b| {
-            b.iter(|| lattice_factor(&hkl, &p))
+            b.iter(|| lattice_factor(&hkl, &p, None))
         });
     }
     let grid = HklGrid {
