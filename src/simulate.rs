@@ -17,6 +17,7 @@ use crate::physics::lattice::LatticeTensors;
 use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
+use crate::physics::{rows_for_autodiff, scale_column};
 use crate::scene::{block_columns, tensor2, to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
 use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, TensorData};
@@ -104,7 +105,11 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
     let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
     // small chunks keep the intermediates in cache and avoid allocator churn: measured fastest
     // around 2^15 elements per [samples, orientations] tensor (docs/performance.md)
-    let elements = (per_worker / BYTES_PER_ELEMENT).min(CACHE_ELEMENTS);
+    let cache = std::env::var("NB_TMP_CACHE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CACHE_ELEMENTS);
+    let elements = (per_worker / BYTES_PER_ELEMENT).min(cache);
     let sequential =
         exp.oversample_thick || exp.oversample_polar || exp.oversample_omega || exp.structure_factors.interpolate;
     let block = if sequential { c } else { c.min((elements / rpp).max(1)) };
@@ -409,16 +414,15 @@ pub fn chunk_intensity_probed<B: Backend>(
     }
     let (dir, airpath) = diffracted_directions(pos);
     let omega = solid_angle(airpath, det.pixel_size, st.close_distance.clone(), det.point_pixel);
-    let capture = if exp.sensor.thickness > 0.0 {
+    // without a sensor the capture fraction is 1
+    let capture: Option<Tensor<B, 2>> = (exp.sensor.thickness > 0.0).then(|| {
         let layer = tensor2(layer, [r, 1], device);
         let mut parallax = dir.clone().matmul(st.odet_col.clone());
         if let (Some(pr), Some(e)) = (probe, &eps_row) {
             parallax = parallax + probe_outer(e, &dir).matmul(pr.tangents.odet.clone());
         }
         capture_fraction_at(parallax, layer, exp.sensor.step, exp.sensor.mu)
-    } else {
-        omega.ones_like()
-    };
+    });
 
     // per source, [R, S]
     let cos2t = cos_two_theta(dir.clone(), st.incident_t.clone());
@@ -431,7 +435,7 @@ pub fn chunk_intensity_probed<B: Backend>(
         if let Some(k) = &st.kahn {
             let e = dir.clone().matmul(st.e_in_t.clone());
             let b = dir.clone().matmul(st.b_in_t.clone());
-            return kahn_factor_tensor(cos2t.clone(), e, b, k.clone());
+            return kahn_factor_tensor(cos2t.clone(), e, b, rows_for_autodiff(k.clone(), r));
         }
         // the E/B projections only matter for a polarized beam (K ≠ 0)
         let (e, b) = if exp.polarization != 0.0 {
@@ -451,6 +455,11 @@ pub fn chunk_intensity_probed<B: Backend>(
     let mut bragg: Option<Tensor<B, 2>> = None; // Σ over orientations, [R, 1]
     let mut weighted: Option<(Tensor<B, 2>, Tensor<B, 2>)> = None; // flag path: (terms, factors) [R, C]
     let mut out_of_range = false;
+    // per-row copies of the parameter rows under autodiff (fast backward, see rows_for_autodiff)
+    let lattice_rows = st.lattice.as_ref().map(|t| LatticeTensors {
+        n: rows_for_autodiff(t.n.clone(), r),
+        recip: rows_for_autodiff(t.recip.clone(), r),
+    });
     let mut lo = 0;
     while lo < c {
         let hi = (lo + block).min(c);
@@ -463,7 +472,7 @@ pub fn chunk_intensity_probed<B: Backend>(
             let nb = hi - lo;
             hkl = [0, 1, 2].map(|v| hkl[v].clone() + d.clone().slice([0..r, v * nb..(v + 1) * nb]));
         }
-        let f_latt = lattice_factor(&hkl, &scene.lattice, st.lattice.as_ref());
+        let f_latt = lattice_factor(&hkl, &scene.lattice, lattice_rows.as_ref());
         // which terms C evaluates: survived dmin and (F_latt ≠ 0 or water)
         let mut valid: Option<Tensor<B, 2>> = keep.as_ref().map(|k| per_orientation(k, scene, lo, hi, device));
         if !water && (flags || tri) {
@@ -503,7 +512,7 @@ pub fn chunk_intensity_probed<B: Backend>(
         let mut term = f_latt.powi_scalar(2);
         term = match (f_cell, &st.default_f) {
             (Some(f), _) => term * f.powi_scalar(2),
-            (None, Some(f)) => term * f.clone().powi_scalar(2),
+            (None, Some(f)) => term * rows_for_autodiff(f.clone().powi_scalar(2), r),
             (None, None) => term * exp.structure_factors.default_f.powi(2),
         };
         if let Some(v) = &valid {
@@ -511,8 +520,8 @@ pub fn chunk_intensity_probed<B: Backend>(
         }
         if flags {
             let mut factor = term.ones_like();
-            if exp.oversample_thick {
-                factor = factor * capture.clone();
+            if let (true, Some(cap)) = (exp.oversample_thick, &capture) {
+                factor = factor * cap.clone();
             }
             if exp.oversample_polar {
                 if let Some(pol) = &polar {
@@ -537,16 +546,27 @@ pub fn chunk_intensity_probed<B: Backend>(
     }
 
     // per-pixel reductions, [P, ·]
-    let first_of = |t: &Tensor<B, 2>, col: usize| t.clone().reshape([p, rpp]).slice([0..p, col..col + 1]);
+    // (a reshape or slice copies on burn-ndarray: skipped when there is one sample per pixel)
+    let first_of = |t: &Tensor<B, 2>, col: usize| {
+        if rpp == 1 {
+            t.clone()
+        } else {
+            t.clone().reshape([p, rpp]).slice([0..p, col..col + 1])
+        }
+    };
     let omega_first = first_of(&omega, 0);
-    let capture_last = first_of(&capture, (exp.sensor.layers - 1) * os * os);
     let polar_first = match &polar {
         None => omega_first.ones_like(),
         Some(pol) => {
             let s = scene.sources;
-            let pol = pol.clone().reshape([p, rpp * s]);
+            let pol = if rpp * s == 1 {
+                pol.clone()
+            } else {
+                pol.clone().reshape([p, rpp * s])
+            };
             match &keep {
                 // nothing culled: the pixel's first sample and first source
+                None if rpp * s == 1 => pol,
                 None => pol.slice([0..p, 0..1]),
                 // the first (sample, source) that survives the dmin cut
                 Some(k) => {
@@ -566,7 +586,7 @@ pub fn chunk_intensity_probed<B: Backend>(
                 bragg.reshape([p, rpp]).sum_dim(1)
             };
             match &st.i_bg {
-                Some(i_bg) => per_pixel + i_bg.clone(),
+                Some(i_bg) => per_pixel + rows_for_autodiff(i_bg.clone(), p),
                 None if exp.i_bg != 0.0 => per_pixel + exp.i_bg,
                 None => per_pixel,
             }
@@ -579,16 +599,15 @@ pub fn chunk_intensity_probed<B: Backend>(
             let skipped = term.clone().equal_elem(0.0);
             let bragg = (term * suffix).mask_fill(skipped, 0.0).sum_dim(1);
             match &st.i_bg {
-                Some(i_bg) => bragg + all * i_bg.clone(),
+                Some(i_bg) => bragg + all * rows_for_autodiff(i_bg.clone(), p),
                 None => bragg + all * exp.i_bg,
             }
         }
     };
     // r_e²·fluence first: the two alone would overflow f32
-    intensity = intensity * (st.fluence.clone() * (R_E_SQR / exp.steps as f64));
-    // without a sensor the capture fraction is 1
-    if !exp.oversample_thick && exp.sensor.thickness > 0.0 {
-        intensity = intensity * capture_last;
+    intensity = scale_column(intensity, st.fluence.clone() * (R_E_SQR / exp.steps as f64));
+    if let (false, Some(cap)) = (exp.oversample_thick, &capture) {
+        intensity = intensity * first_of(cap, (exp.sensor.layers - 1) * os * os);
     }
     if !exp.oversample_polar {
         intensity = intensity * polar_first;

@@ -1,7 +1,7 @@
 //! Detector stages: sub-pixel positions, diffracted directions, air path, solid angle and
 //! sensor absorption (physics reference §4.6, §12).
 
-use super::{column, rotate_about};
+use super::{affine_rows, column, rotate_about, scale_column};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// Lab positions `[R, 3]` (m) of sub-pixel samples: P = Fdet·f + Sdet·s + Odet·o + pix0.
@@ -9,7 +9,7 @@ use burn::tensor::{backend::Backend, Tensor};
 /// `coords` `[R, 3]` holds (Fdet, Sdet, Odet) (m); `basis` `[3, 3]` has rows f, s, o;
 /// `pix0` `[1, 3]` (m).
 pub fn pixel_positions<B: Backend>(coords: Tensor<B, 2>, basis: Tensor<B, 2>, pix0: Tensor<B, 2>) -> Tensor<B, 2> {
-    coords.matmul(basis) + pix0
+    affine_rows(coords, basis, pix0)
 }
 
 /// Positions on a spherical detector (`-curved_det`), as C builds them: the point
@@ -48,7 +48,8 @@ pub fn solid_angle<B: Backend>(
     if point_pixel {
         airpath.powi_scalar(2).recip()
     } else {
-        airpath.powi_scalar(3).recip() * close_distance * (pixel_size * pixel_size)
+        // R²·R rather than R³: a power other than 2 costs a libm pow per element
+        scale_column((airpath.clone().powi_scalar(2) * airpath).recip(), close_distance) * (pixel_size * pixel_size)
     }
 }
 

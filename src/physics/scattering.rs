@@ -26,8 +26,22 @@ pub fn miller_indices<B: Backend>(
     coef: Tensor<B, 2>,
     offset: Tensor<B, 2>,
 ) -> [Tensor<B, 2>; 3] {
-    let hkl = directions.matmul(coef) - offset;
-    let [r, c3] = hkl.dims();
-    let c = c3 / 3;
-    [0, 1, 2].map(|i| hkl.clone().slice([0..r, i * c..(i + 1) * c]))
+    // one product per axis: each index comes out contiguous (slicing columns out of one
+    // [R, 3C] product costs a strided copy per axis, slower than the products themselves);
+    // the offset enters the product as a row (see `affine_rows`)
+    let c = coef.dims()[1] / 3;
+    let r = directions.dims()[0];
+    let ones = Tensor::ones([r, 1], &directions.device());
+    let augmented = Tensor::cat(vec![directions, ones], 1);
+    [0, 1, 2].map(|i| {
+        let cols = i * c..(i + 1) * c;
+        let m = Tensor::cat(
+            vec![
+                coef.clone().slice([0..3, cols.clone()]),
+                offset.clone().slice([0..1, cols]).neg(),
+            ],
+            0,
+        );
+        augmented.clone().matmul(m)
+    })
 }

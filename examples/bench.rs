@@ -1,0 +1,425 @@
+//! Benchmark command: cold and warm renders per engine, forward and forward+backward, against
+//! the C program when `NB_C_BIN` names it. Writes JSON and a markdown table.
+//!
+//! ```text
+//! cargo build --release            # the nanobragg binary, timed as a process beside C
+//! NB_C_BIN=/path/to/nanoBragg_omp cargo run --release --example bench -- \
+//!     --sizes 512,1024 --engines cpu,cpu-f32 --configs light,heavy --reps 3 --out target/bench
+//! ```
+//!
+//! Options: `--sizes` (detector edge, pixels; default 512,1024), `--engines` (default cpu),
+//! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd; default both),
+//! `--grad-sizes` (largest size with fwdbwd; default 512), `--reps` (renders per case, the
+//! first is the cold one; default 3), `--threads` (worker threads, and OMP_NUM_THREADS of C;
+//! default: available cores), `--out` (directory of `bench.json` and `bench.md`).
+//!
+//! Every (engine, config, size, mode) case runs in a child process of its own (the bench
+//! re-executes itself with `--child`): the float dtype of a burn device is fixed per process,
+//! and a case's peak memory is then its process's peak RSS. "cold" is the first render in a
+//! fresh process (backend start-up, scene upload, first allocations), "warm" the best of the
+//! following ones. C and the `nanobragg` binary are timed as whole processes with the same
+//! flags (`-floatfile` to a temporary directory), interleaved, first run = cold, best of the
+//! rest = warm; `C/ours` divides C's warm process time by ours.
+
+use burn::backend::ndarray::{NdArray, NdArrayDevice};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::DType;
+use nanobragg::cli::{parse_args, Parsed};
+use nanobragg::gradient::image_vjp;
+use nanobragg::params::Params;
+use nanobragg::{Experiment, RenderOptions, SimConfig};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const LIGHT: &str = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -distance 100 -pixel 0.1";
+const HEAVY: &str = "-mosaic 0.5 -mosaic_dom 10 -phisteps 5 -osc 0.5 -oversample 2";
+
+/// The engines: name → (extra CLI flags of the `nanobragg` binary, runner in this process).
+/// Adding an engine is one line here (e.g. `"wgpu" => ("-engine wgpu", run::<Wgpu<f32, i32>>)`).
+fn engine(name: &str) -> Option<(&'static str, Runner)> {
+    Some(match name {
+        "cpu" => ("", |job| run::<NdArray<f64>>(job, &NdArrayDevice::Cpu, DType::F64)),
+        "cpu-f32" => ("-precision f32", |job| {
+            run::<NdArray<f32>>(job, &NdArrayDevice::Cpu, DType::F32)
+        }),
+        _ => return None,
+    })
+}
+
+type Runner = fn(&Job) -> Result<Value, String>;
+
+/// One case, run in a child process.
+struct Job {
+    cfg: SimConfig,
+    exp: Experiment,
+    backward: bool,
+    reps: usize,
+    threads: usize,
+}
+
+fn run<B: Backend>(job: &Job, device: &B::Device, dtype: DType) -> Result<Value, String> {
+    burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64).map_err(|e| format!("{e:?}"))?;
+    nanobragg::engine::tune_allocator();
+    let opts = RenderOptions {
+        threads: job.threads,
+        ..RenderOptions::default()
+    };
+    let mut times = Vec::new();
+    let mut total = 0.0;
+    for _ in 0..job.reps {
+        let t = Instant::now();
+        let image = if job.backward {
+            let params = Params::<Autodiff<B>>::new(&job.cfg, &job.exp, device).map(|t| t.require_grad());
+            image_vjp(&job.cfg, &job.exp, &params, None, &opts, device)
+                .map_err(|e| e.to_string())?
+                .0
+        } else {
+            nanobragg::render::<B>(&job.exp, &opts, device).map_err(|e| e.to_string())?
+        };
+        times.push(t.elapsed().as_secs_f64());
+        total = image.data.iter().map(|&v| v as f64).sum::<f64>();
+    }
+    Ok(json!({
+        "cold_s": times[0],
+        "warm_s": best(&times[1..]),
+        "times_s": times,
+        "peak_mb": peak_rss_mb(),
+        "image_sum": total,
+    }))
+}
+
+fn best(t: &[f64]) -> Option<f64> {
+    t.iter().cloned().reduce(f64::min)
+}
+
+/// This process's peak resident memory (MB), from /proc (Linux).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn flags(config: &str, size: usize) -> Result<String, String> {
+    match config {
+        "light" => Ok(format!("{LIGHT} -detpixels {size}")),
+        "heavy" => Ok(format!("{LIGHT} {HEAVY} -detpixels {size}")),
+        _ => Err(format!("--configs: unknown configuration '{config}' (light, heavy)")),
+    }
+}
+
+/// Wall time (s) and peak RSS (MB) of one run of a program.
+fn time_process(program: &Path, args: &[String], dir: &Path, threads: usize) -> Result<(f64, Option<f64>), String> {
+    let t = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("OMP_NUM_THREADS", threads.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let (ok, rss) = wait_with_rss(&mut child)?;
+    let wall = t.elapsed().as_secs_f64();
+    if !ok {
+        return Err(format!("{} {} failed", program.display(), args.join(" ")));
+    }
+    Ok((wall, rss))
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn wait_with_rss(child: &mut std::process::Child) -> Result<(bool, Option<f64>), String> {
+    let mut status = 0;
+    // SAFETY: plain wait4 on our own child with valid out-pointers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    if pid < 0 {
+        return Err("wait4 failed".into());
+    }
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    Ok((ok, Some(usage.ru_maxrss as f64 / 1024.0)))
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn wait_with_rss(child: &mut std::process::Child) -> Result<(bool, Option<f64>), String> {
+    let s = child.wait().map_err(|e| e.to_string())?;
+    Ok((s.success(), None))
+}
+
+/// Cold (first) and warm (best of the rest) process times of C and of our binary,
+/// interleaved so both see the same machine load.
+fn time_processes(
+    programs: &[(&str, PathBuf, Vec<String>)],
+    reps: usize,
+    threads: usize,
+) -> Result<Vec<(String, Value)>, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); programs.len()];
+    let mut peaks: Vec<Option<f64>> = vec![None; programs.len()];
+    for _ in 0..reps {
+        for (i, (_, program, args)) in programs.iter().enumerate() {
+            let (t, rss) = time_process(program, args, dir.path(), threads)?;
+            times[i].push(t);
+            peaks[i] = match (peaks[i], rss) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    Ok(programs
+        .iter()
+        .zip(times.iter().zip(peaks))
+        .map(|((name, _, _), (t, peak))| {
+            (
+                name.to_string(),
+                json!({"cold_s": t[0], "warm_s": best(&t[1..]), "times_s": t, "peak_mb": peak}),
+            )
+        })
+        .collect())
+}
+
+struct Args {
+    sizes: Vec<usize>,
+    engines: Vec<String>,
+    configs: Vec<String>,
+    modes: Vec<String>,
+    grad_sizes: usize,
+    reps: usize,
+    threads: usize,
+    out: PathBuf,
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',').filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut a = Args {
+        sizes: vec![512, 1024],
+        engines: vec!["cpu".into()],
+        configs: vec!["light".into(), "heavy".into()],
+        modes: vec!["fwd".into(), "fwdbwd".into()],
+        grad_sizes: 512,
+        reps: 3,
+        threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        out: PathBuf::from("target/bench"),
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag}: missing value"))?;
+        let num = |v: &str| v.parse::<usize>().map_err(|_| format!("{flag}: '{v}' is not a count"));
+        match flag.as_str() {
+            "--sizes" => a.sizes = list(value).iter().map(|v| num(v)).collect::<Result<_, _>>()?,
+            "--engines" => a.engines = list(value),
+            "--configs" => a.configs = list(value),
+            "--modes" => a.modes = list(value),
+            "--grad-sizes" => a.grad_sizes = num(value)?,
+            "--reps" => a.reps = num(value)?.max(2),
+            "--threads" => a.threads = num(value)?.max(1),
+            "--out" => a.out = PathBuf::from(value),
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    for e in &a.engines {
+        engine(e).ok_or_else(|| format!("--engines: unknown engine '{e}' (cpu, cpu-f32)"))?;
+    }
+    for m in &a.modes {
+        if m != "fwd" && m != "fwdbwd" {
+            return Err(format!("--modes: unknown mode '{m}' (fwd, fwdbwd)"));
+        }
+    }
+    for c in &a.configs {
+        flags(c, 1)?;
+    }
+    Ok(a)
+}
+
+fn experiment(config: &str, size: usize) -> Result<(SimConfig, Experiment), String> {
+    let f = flags(config, size)?;
+    let words: Vec<&str> = f.split_whitespace().collect();
+    let Ok(Parsed::Run(cfg, _)) = parse_args(&words) else {
+        return Err(format!("bad benchmark flags: {f}"));
+    };
+    let exp = Experiment::new(&cfg).map_err(|e| e.to_string())?;
+    Ok((*cfg, exp))
+}
+
+/// `--child ENGINE CONFIG SIZE MODE REPS THREADS`: run one case, print its JSON.
+fn child(args: &[String]) -> Result<(), String> {
+    let [engine_name, config, size, mode, reps, threads] = args else {
+        return Err("--child ENGINE CONFIG SIZE MODE REPS THREADS".into());
+    };
+    let size: usize = size.parse().map_err(|_| "size")?;
+    let (cfg, exp) = experiment(config, size)?;
+    let (_, runner) = engine(engine_name).ok_or("engine")?;
+    let job = Job {
+        cfg,
+        exp,
+        backward: mode == "fwdbwd",
+        reps: reps.parse().map_err(|_| "reps")?,
+        threads: threads.parse().map_err(|_| "threads")?,
+    };
+    println!("{}", runner(&job)?);
+    Ok(())
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    format!(
+        "{cpu}, {cores} cores available, load average at start {}",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    )
+}
+
+fn secs(v: &Value) -> String {
+    v.as_f64().map_or("–".into(), |s| format!("{s:.3}"))
+}
+
+fn mb(v: &Value) -> String {
+    v.as_f64().map_or("–".into(), |s| format!("{s:.0}"))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = if args.first().map(String::as_str) == Some("--child") {
+        child(&args[1..])
+    } else {
+        parse(&args).and_then(|a| bench(&a))
+    };
+    if let Err(e) = result {
+        eprintln!("bench: error: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn bench(a: &Args) -> Result<(), String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    // target/release/examples/bench → target/release/nanobragg
+    let ours_bin = std::env::var_os("NB_BIN").map(PathBuf::from).unwrap_or_else(|| {
+        me.parent()
+            .and_then(Path::parent)
+            .map(|d| d.join("nanobragg"))
+            .unwrap_or_default()
+    });
+    let c_bin = std::env::var_os("NB_C_BIN").map(PathBuf::from);
+    if !ours_bin.is_file() {
+        eprintln!(
+            "note: {} not found (cargo build --release): our process times are skipped",
+            ours_bin.display()
+        );
+    }
+    let machine = machine();
+    let mut rows: Vec<Value> = Vec::new();
+    for config in &a.configs {
+        for &size in &a.sizes {
+            let f = flags(config, size)?;
+            let base: Vec<String> = f.split_whitespace().map(String::from).collect();
+            // whole processes: C and our binary per engine, same flags
+            let mut programs = Vec::new();
+            if let Some(c) = &c_bin {
+                let mut args = base.clone();
+                args.extend(["-floatfile".into(), "c.bin".into()]);
+                programs.push(("C", c.clone(), args));
+            }
+            if ours_bin.is_file() {
+                for e in &a.engines {
+                    let (cli, _) = engine(e).expect("checked");
+                    let mut args = base.clone();
+                    args.extend(cli.split_whitespace().map(String::from));
+                    args.extend(["-floatfile".into(), "ours.bin".into()]);
+                    let name: &str = e.as_str();
+                    programs.push((name, ours_bin.clone(), args));
+                }
+            }
+            let processes = time_processes(&programs, a.reps, a.threads)?;
+            let c_warm = processes
+                .iter()
+                .find(|(n, _)| n == "C")
+                .and_then(|(_, v)| v["warm_s"].as_f64());
+            for (name, v) in &processes {
+                let ratio = match (c_warm, v["warm_s"].as_f64()) {
+                    (Some(c), Some(o)) if name != "C" => json!(c / o),
+                    _ => Value::Null,
+                };
+                let row = json!({"config": config, "size": size, "engine": name, "what": "process",
+                    "mode": "fwd", "cold_s": v["cold_s"], "warm_s": v["warm_s"], "times_s": v["times_s"],
+                    "peak_mb": v["peak_mb"], "c_over_ours": ratio});
+                eprintln!("{row}");
+                rows.push(row);
+            }
+            // in-process renders, one child per case
+            for e in &a.engines {
+                for mode in &a.modes {
+                    if mode == "fwdbwd" && size > a.grad_sizes {
+                        continue;
+                    }
+                    let out = Command::new(&me)
+                        .args(["--child", e, config, &size.to_string(), mode])
+                        .args([a.reps.to_string(), a.threads.to_string()])
+                        .output()
+                        .map_err(|err| err.to_string())?;
+                    if !out.status.success() {
+                        return Err(format!(
+                            "case {e} {config} {size} {mode} failed: {}",
+                            String::from_utf8_lossy(&out.stderr)
+                        ));
+                    }
+                    let v: Value = serde_json::from_slice(&out.stdout).map_err(|err| err.to_string())?;
+                    let ratio = match (c_warm, v["warm_s"].as_f64()) {
+                        (Some(c), Some(o)) => json!(c / o),
+                        _ => Value::Null,
+                    };
+                    let row = json!({"config": config, "size": size, "engine": e, "what": "render",
+                        "mode": mode, "cold_s": v["cold_s"], "warm_s": v["warm_s"], "times_s": v["times_s"],
+                        "peak_mb": v["peak_mb"], "c_over_ours": ratio});
+                    eprintln!("{row}");
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let doc = json!({"machine": machine, "threads": a.threads, "reps": a.reps,
+        "c_bin": c_bin.map(|p| p.display().to_string()), "rows": rows});
+    let json_path = a.out.join("bench.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&doc).expect("JSON"))
+        .map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let mut md = format!(
+        "Machine: {machine}; {} worker threads (C: OMP_NUM_THREADS={}); {} runs per case.\n\n",
+        a.threads, a.threads, a.reps
+    );
+    md.push_str("| config | size | engine | timed | mode | cold s | warm s | peak MB | C/ours (warm) |\n");
+    md.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    for r in &rows {
+        md.push_str(&format!(
+            "| {} | {}² | {} | {} | {} | {} | {} | {} | {} |\n",
+            r["config"].as_str().unwrap_or(""),
+            r["size"],
+            r["engine"].as_str().unwrap_or(""),
+            r["what"].as_str().unwrap_or(""),
+            r["mode"].as_str().unwrap_or(""),
+            secs(&r["cold_s"]),
+            secs(&r["warm_s"]),
+            mb(&r["peak_mb"]),
+            r["c_over_ours"].as_f64().map_or("".into(), |x| format!("{x:.2}")),
+        ));
+    }
+    let md_path = a.out.join("bench.md");
+    std::fs::write(&md_path, &md).map_err(|e| format!("{}: {e}", md_path.display()))?;
+    println!("{md}");
+    eprintln!("wrote {} and {}", json_path.display(), md_path.display());
+    Ok(())
+}
