@@ -39,6 +39,10 @@ pub struct RenderOptions {
     pub memory_budget: usize,
     /// Worker threads (default: available cores).
     pub threads: usize,
+    /// Cap on the elements of one `[samples, orientations]` intermediate; `None` = cache-sized
+    /// (2^15, best for the CPU engine). Accelerators want far larger chunks (bounded by the
+    /// memory budget either way); [`crate::engine::Engine::options`] picks it per engine.
+    pub max_chunk_elements: Option<usize>,
     pub progress: Option<Progress>,
 }
 
@@ -47,6 +51,7 @@ impl Default for RenderOptions {
         Self {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            max_chunk_elements: None,
             progress: None,
         }
     }
@@ -57,6 +62,7 @@ impl std::fmt::Debug for RenderOptions {
         f.debug_struct("RenderOptions")
             .field("memory_budget", &self.memory_budget)
             .field("threads", &self.threads)
+            .field("max_chunk_elements", &self.max_chunk_elements)
             .finish()
     }
 }
@@ -102,7 +108,8 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
     let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
     // small chunks keep the intermediates in cache and avoid allocator churn: measured fastest
     // around 2^15 elements per [samples, orientations] tensor (docs/performance.md)
-    let elements = (per_worker / BYTES_PER_ELEMENT).min(CACHE_ELEMENTS);
+    let cap = opts.max_chunk_elements.unwrap_or(CACHE_ELEMENTS).max(1);
+    let elements = (per_worker / BYTES_PER_ELEMENT).min(cap);
     let sequential =
         exp.oversample_thick || exp.oversample_polar || exp.oversample_omega || exp.structure_factors.interpolate;
     let block = if sequential { c } else { c.min((elements / rpp).max(1)) };
@@ -386,7 +393,7 @@ pub fn chunk_intensity<B: Backend>(
                     let order = Tensor::<B, 1, Int>::arange(0..(rr * cc) as i64, device).reshape([rr, cc]);
                     let first = order
                         .clone()
-                        .mask_fill(cand.bool_not(), i64::MAX)
+                        .mask_fill(cand.bool_not(), (rr * cc) as i64)
                         .min()
                         .into_scalar()
                         .elem::<i64>();

@@ -130,6 +130,7 @@ pub(crate) enum Opt {
     Pngfile,
     Npyfile,
     Engine,
+    Fusion,
     Precision,
     MemoryMb,
 }
@@ -338,6 +339,7 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     ("-pngfile", Opt::Pngfile),
     ("-npyfile", Opt::Npyfile),
     ("-engine", Opt::Engine),
+    ("-fusion", Opt::Fusion),
     ("-precision", Opt::Precision),
     ("-memory_mb", Opt::MemoryMb),
 ];

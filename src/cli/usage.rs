@@ -123,8 +123,10 @@ Output
 Port options
   -pngfile FILE             log-scaled 8-bit PNG preview of the float image
   -npyfile FILE             the float image as a NumPy .npy array [slow, fast]
-  -engine cpu               compute engine
-  -precision f64|f32        floating-point precision (f64)
+  -engine cpu|wgpu          compute engine: burn-ndarray on the CPU (default), or burn-wgpu
+                            (f32; any Vulkan/Metal/DX12 adapter, llvmpipe without a GPU)
+  -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
+  -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
   -h, -help, --help         this text
 ";
