@@ -30,7 +30,11 @@ fn steps(engine: Engine, n: usize) -> nanobragg::Result<()> {
     let opts = RenderOptions::default();
     let t = Instant::now();
     let device = engine.probe()?;
-    println!("{:<15} probe                         {:>9.1} ms  {device}", engine.id(), ms(t));
+    println!(
+        "{:<15} probe                         {:>9.1} ms  {device}",
+        engine.id(),
+        ms(t)
+    );
     let base = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -distance 100 -pixel 0.1";
     let (_, light) = config(&format!("{base} -detpixels {n}"))?;
     let (_, bigger) = config(&format!("{base} -detpixels {}", 2 * n))?;
@@ -51,7 +55,9 @@ fn steps(engine: Engine, n: usize) -> nanobragg::Result<()> {
     // an Engine is a plain value: a new one shares the process's device and kernel cache
     let again: Engine = engine.id().parse()?;
     step(&format!("{n}² new Engine value"), &mut || render(&light, again))?;
-    step(&format!("{}² first (new size)", 2 * n), &mut || render(&bigger, engine))?;
+    step(&format!("{}² first (new size)", 2 * n), &mut || {
+        render(&bigger, engine)
+    })?;
     step(&format!("{}² second", 2 * n), &mut || render(&bigger, engine))?;
     step(&format!("{n}² heavy first"), &mut || render(&heavy, engine))?;
     step(&format!("{n}² heavy second"), &mut || render(&heavy, engine))?;

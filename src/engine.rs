@@ -40,8 +40,7 @@ pub const WGPU_CHUNK_ELEMENTS: usize = 1 << 22;
 pub type WgpuFused = burn::backend::wgpu::Wgpu<f32, i32>;
 /// The unfused wgpu backend: every tensor op is its own kernel, f32.
 #[cfg(feature = "gpu")]
-pub type WgpuUnfused =
-    burn::backend::wgpu::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>;
+pub type WgpuUnfused = burn::backend::wgpu::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>;
 
 /// Floating-point precision of the CPU engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -165,7 +164,10 @@ impl Engine {
         match kind {
             EngineKind::Cpu => {
                 if fusion.is_some() {
-                    return Err(Error::flag("-fusion", "only the wgpu engine fuses kernels (-engine wgpu)"));
+                    return Err(Error::flag(
+                        "-fusion",
+                        "only the wgpu engine fuses kernels (-engine wgpu)",
+                    ));
                 }
                 Ok(Engine::Cpu {
                     precision: precision.unwrap_or_default(),
@@ -405,7 +407,10 @@ fn wgpu_probe() -> std::result::Result<String, String> {
                     "no {backend:?} adapter ({e}); install a GPU driver, or Mesa's software Vulkan \
                      driver (Debian: apt-get install mesa-vulkan-drivers libvulkan1)"
                 )),
-                Err(p) => Err(format!("looking for a {backend:?} adapter failed: {}", panic_message(&*p))),
+                Err(p) => Err(format!(
+                    "looking for a {backend:?} adapter failed: {}",
+                    panic_message(&*p)
+                )),
             }
         })
         .clone()
@@ -447,7 +452,10 @@ mod tests {
             assert_eq!(Engine::from_name(e.id()).unwrap(), e);
             assert_eq!(e.to_string().parse::<Engine>().unwrap(), e);
         }
-        assert_eq!(Engine::from_name("wgpu-unfused").unwrap(), Engine::Wgpu { fusion: false });
+        assert_eq!(
+            Engine::from_name("wgpu-unfused").unwrap(),
+            Engine::Wgpu { fusion: false }
+        );
         let e = Engine::from_name("cuda").unwrap_err().to_string();
         assert!(e.contains("cuda") && e.contains("wgpu-nofusion"), "{e}");
     }
@@ -489,7 +497,10 @@ mod tests {
             max_chunk_elements: Some(1000),
             ..Default::default()
         };
-        assert_eq!(Engine::Wgpu { fusion: false }.options(&capped).max_chunk_elements, Some(1000));
+        assert_eq!(
+            Engine::Wgpu { fusion: false }.options(&capped).max_chunk_elements,
+            Some(1000)
+        );
         let c = Engine::default().options(&base);
         assert_eq!((c.threads, c.max_chunk_elements), (base.threads, None));
     }

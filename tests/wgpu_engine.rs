@@ -56,7 +56,11 @@ fn gradients_match_cpu(engine: Engine) {
         .map(|(a, b)| (a - b).abs() / max)
         .fold(0.0f32, f32::max);
     println!("{}: image max |Δ|/max = {worst:.2e}", engine.name());
-    assert!(worst < 1e-4, "{}: image differs by {worst} of its maximum", engine.name());
+    assert!(
+        worst < 1e-4,
+        "{}: image differs by {worst} of its maximum",
+        engine.name()
+    );
     assert_eq!(g.len(), g_ref.len());
     let mut failures = Vec::new();
     for (a, b) in g.iter().zip(&g_ref) {
@@ -64,7 +68,11 @@ fn gradients_match_cpu(engine: Engine) {
         let scale = b.values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         for (i, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
             let rel = (x - y).abs() / scale.max(f64::MIN_POSITIVE);
-            println!("{:<16} {:<18}[{i}] wgpu {x:>14.6e} cpu {y:>14.6e} |Δ|/max {rel:.1e}", engine.name(), a.name);
+            println!(
+                "{:<16} {:<18}[{i}] wgpu {x:>14.6e} cpu {y:>14.6e} |Δ|/max {rel:.1e}",
+                engine.name(),
+                a.name
+            );
             if (x - y).abs() > 2e-3 * y.abs() + 1e-4 * scale {
                 failures.push(format!("{}[{i}]: {} {x:e}, cpu f64 {y:e}", a.name, engine.name()));
             }
@@ -95,8 +103,24 @@ fn nanobragg(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 const SMALL: &[&str] = &[
-    "-default_F", "100", "-cell", "100", "100", "100", "90", "90", "90", "-lambda", "6.2", "-N", "5", "-detpixels",
-    "16", "-nonoise", "-nopgm", "-noprogress",
+    "-default_F",
+    "100",
+    "-cell",
+    "100",
+    "100",
+    "100",
+    "90",
+    "90",
+    "90",
+    "-lambda",
+    "6.2",
+    "-N",
+    "5",
+    "-detpixels",
+    "16",
+    "-nonoise",
+    "-nopgm",
+    "-noprogress",
 ];
 
 fn args(extra: &[&'static str]) -> Vec<&'static str> {
@@ -110,14 +134,30 @@ fn cli_selects_fusion_by_flag_then_environment() {
     }
     let cases: [(&[&str], &[(&str, &str)], &str); 4] = [
         (&["-engine", "wgpu"], &[], "engine: wgpu (fused)"),
-        (&["-engine", "wgpu"], &[("NANOBRAGG_FUSION", "0")], "engine: wgpu (unfused)"),
-        (&["-engine", "wgpu", "-fusion", "on"], &[("NANOBRAGG_FUSION", "0")], "engine: wgpu (fused)"),
-        (&["-engine", "wgpu", "-fusion", "off", "-precision", "f32"], &[], "engine: wgpu (unfused)"),
+        (
+            &["-engine", "wgpu"],
+            &[("NANOBRAGG_FUSION", "0")],
+            "engine: wgpu (unfused)",
+        ),
+        (
+            &["-engine", "wgpu", "-fusion", "on"],
+            &[("NANOBRAGG_FUSION", "0")],
+            "engine: wgpu (fused)",
+        ),
+        (
+            &["-engine", "wgpu", "-fusion", "off", "-precision", "f32"],
+            &[],
+            "engine: wgpu (unfused)",
+        ),
     ];
     for (extra, env, expected) in cases {
         let out = nanobragg(&args(extra), env);
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(stdout.contains(expected), "{extra:?} {env:?}: {stdout}");
     }
 }
