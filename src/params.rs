@@ -10,8 +10,13 @@
 
 use crate::config::SimConfig;
 use crate::diff::{crystal::lattice, detector::detector_in_frame, detector::DetectorFrame, mosaic, rotation};
+use crate::physics::lattice::LatticeTensors;
+use crate::physics::structure_factor::HklTensor;
 use crate::scene::{tensor2, SceneTensors};
-use crate::setup::Experiment;
+use crate::setup::{Experiment, AVOGADRO, R_E_SQR, WATER_F, WATER_MW};
+
+/// I_bg per unit fluence and cubic metre of water: F_w²·r_e²·10⁶·N_A/M_w (C's formula).
+const WATER_BACKGROUND: f64 = WATER_F * WATER_F * R_E_SQR * 1e6 * AVOGADRO / WATER_MW;
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
 /// The continuous parameters, each a leaf tensor. Units as the host setup: the cell in Å and
@@ -38,10 +43,26 @@ pub struct Params<B: Backend> {
     pub lambda0: Tensor<B, 1>,
     /// `[1]`: photons/m².
     pub fluence: Tensor<B, 1>,
+    /// `[3]`: Na, Nb, Nc, unit cells along a, b, c, as reals.
+    pub n_cells: Tensor<B, 1>,
+    /// `[1]`: Kahn polarization factor K (unused with `-nopolar`).
+    pub polarization: Tensor<B, 1>,
+    /// `[1]`: water thickness for the background (m).
+    pub water_size: Tensor<B, 1>,
+    /// `[1]`: default_F (electrons): F of reflections outside the HKL grid, or of all of them
+    /// without one.
+    pub default_f: Tensor<B, 1>,
+    /// `[1]`: relative spectral width (fraction); generated sources' wavelengths are
+    /// λ0·(1 + u·dispersion) with u ∈ [−½, ½] fixed per source.
+    pub dispersion: Tensor<B, 1>,
+    /// `[G]`: the HKL grid's F values (l fastest, [`crate::io::hkl::HklGrid`] layout), when
+    /// structure factors were read.
+    pub structure_factors: Option<Tensor<B, 1>>,
 }
 
 /// Names and sizes of the parameters, in [`Params::to_vec`] order.
-pub const PARAMETERS: [(&str, usize); 11] = [
+/// (`structure_factors` has the grid's size, 0 here.)
+pub const PARAMETERS: [(&str, usize); 17] = [
     ("cell", 6),
     ("misset", 3),
     ("phi", 2),
@@ -53,6 +74,12 @@ pub const PARAMETERS: [(&str, usize); 11] = [
     ("twotheta", 1),
     ("lambda0", 1),
     ("fluence", 1),
+    ("n_cells", 3),
+    ("polarization", 1),
+    ("water_size", 1),
+    ("default_f", 1),
+    ("dispersion", 1),
+    ("structure_factors", 0),
 ];
 
 fn leaf<B: Backend>(v: Vec<f64>, device: &B::Device) -> Tensor<B, 1> {
@@ -82,6 +109,17 @@ impl<B: Backend> Params<B> {
             twotheta: leaf(vec![d.twotheta], device),
             lambda0: leaf(vec![exp.lambda0], device),
             fluence: leaf(vec![exp.fluence], device),
+            n_cells: leaf(exp.n_cells.to_vec(), device),
+            polarization: leaf(vec![exp.polarization], device),
+            water_size: leaf(vec![exp.water_size], device),
+            default_f: leaf(vec![exp.structure_factors.default_f], device),
+            dispersion: leaf(vec![exp.disp.range], device),
+            structure_factors: exp
+                .structure_factors
+                .grid
+                .as_ref()
+                .filter(|g| g.entries > 0)
+                .map(|g| leaf(g.values.clone(), device)),
         }
     }
 
@@ -99,6 +137,12 @@ impl<B: Backend> Params<B> {
             twotheta: f(self.twotheta),
             lambda0: f(self.lambda0),
             fluence: f(self.fluence),
+            n_cells: f(self.n_cells),
+            polarization: f(self.polarization),
+            water_size: f(self.water_size),
+            default_f: f(self.default_f),
+            dispersion: f(self.dispersion),
+            structure_factors: self.structure_factors.map(&f),
         }
     }
 
@@ -116,7 +160,67 @@ impl<B: Backend> Params<B> {
             ("twotheta", Some(self.twotheta.clone())),
             ("lambda0", Some(self.lambda0.clone())),
             ("fluence", Some(self.fluence.clone())),
+            ("n_cells", Some(self.n_cells.clone())),
+            ("polarization", Some(self.polarization.clone())),
+            ("water_size", Some(self.water_size.clone())),
+            ("default_f", Some(self.default_f.clone())),
+            ("dispersion", Some(self.dispersion.clone())),
+            ("structure_factors", self.structure_factors.clone()),
         ]
+    }
+
+    /// The tensor of parameter `name` (a [`PARAMETERS`] name), if present.
+    pub fn get(&self, name: &str) -> Option<Tensor<B, 1>> {
+        self.tensors()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, t)| t)
+    }
+
+    /// Replace parameter `name` by `value` (same length), e.g. to refine or perturb it.
+    pub fn replace(mut self, name: &str, value: Tensor<B, 1>) -> crate::error::Result<Self> {
+        let current = self
+            .get(name)
+            .ok_or_else(|| crate::error::Error::Config(format!("no parameter '{name}' in this configuration")))?;
+        if current.dims() != value.dims() {
+            return Err(crate::error::Error::Config(format!(
+                "parameter '{name}' has {} components, not {}",
+                current.dims()[0],
+                value.dims()[0]
+            )));
+        }
+        let slot = match name {
+            "cell" => &mut self.cell,
+            "misset" => &mut self.misset,
+            "phi" => &mut self.phi,
+            "mosaic_spread" => &mut self.mosaic_spread,
+            "distance" => &mut self.distance,
+            "beam_center" => &mut self.beam_center,
+            "detector_rotation" => &mut self.detector_rotation,
+            "twotheta" => &mut self.twotheta,
+            "lambda0" => &mut self.lambda0,
+            "fluence" => &mut self.fluence,
+            "n_cells" => &mut self.n_cells,
+            "polarization" => &mut self.polarization,
+            "water_size" => &mut self.water_size,
+            "default_f" => &mut self.default_f,
+            "dispersion" => &mut self.dispersion,
+            "close_distance" => self.close_distance.as_mut().expect("present: checked by get"),
+            "structure_factors" => self.structure_factors.as_mut().expect("present: checked by get"),
+            other => unreachable!("{other} is not a parameter but get found it"),
+        };
+        *slot = value;
+        Ok(self)
+    }
+
+    /// Every present parameter's values on the host, in [`PARAMETERS`] order (SI units and
+    /// radians, the cell in Å).
+    pub fn values(&self) -> crate::error::Result<Vec<(&'static str, Vec<f64>)>> {
+        self.tensors()
+            .into_iter()
+            .filter_map(|(n, t)| t.map(|t| (n, t)))
+            .map(|(n, t)| Ok((n, crate::scene::to_host(t)?)))
+            .collect()
     }
 
     /// The differentiable scene: everything the stages consume, as functions of the parameters.
@@ -206,6 +310,16 @@ impl<B: Backend> Params<B> {
             let off = incident.clone().matmul(vecs.transpose()) * inv_lambda.clone().reshape([s, 1]);
             offset_cols.push(off.reshape([1, c]));
         }
+        let scalar = |t: &Tensor<B, 1>| t.clone().reshape([1, 1]);
+        let default_f = scalar(&self.default_f);
+        let hkl = host.hkl.as_ref().map(|g| HklTensor {
+            values: self.structure_factors.clone().unwrap_or_else(|| g.values.clone()),
+            default_f_tensor: Some(default_f.clone()),
+            ..g.clone()
+        });
+        let recip = Tensor::cat(vec![lat.a_star.clone(), lat.b_star.clone(), lat.c_star.clone()], 0).reshape([1, 9]);
+        // C's I_bg = F_w²·r_e²·fluence·(water size)³·10⁶·N_A/M_w
+        let i_bg = scalar(&self.fluence) * scalar(&self.water_size).powi_scalar(3) * WATER_BACKGROUND;
         SceneTensors {
             coef: Tensor::cat(coef_cols, 1),
             offset: Tensor::cat(offset_cols, 1),
@@ -218,6 +332,14 @@ impl<B: Backend> Params<B> {
             close_distance: det.close_distance.reshape([1, 1]),
             distance: det.distance.reshape([1, 1]),
             fluence: self.fluence.clone().reshape([1, 1]),
+            hkl,
+            lattice: Some(LatticeTensors {
+                n: self.n_cells.clone().reshape([1, 3]),
+                recip,
+            }),
+            kahn: (!exp.nopolar).then(|| scalar(&self.polarization)),
+            default_f: Some(default_f),
+            i_bg: Some(i_bg),
             ..host.clone()
         }
     }
@@ -225,8 +347,9 @@ impl<B: Backend> Params<B> {
     /// 1/λ of every source `[1, S]` (m⁻¹).
     fn source_inv_lambda(&self, cfg: &SimConfig, exp: &Experiment, device: &B::Device) -> Tensor<B, 2> {
         let s = exp.sources.len();
-        // λ_s = λ0·k_s with k_s fixed, or a constant λ from the file
-        let (mut scale, mut fixed) = (vec![0.0; s], vec![0.0; s]);
+        // λ_s = λ0·(1 + u_s·dispersion) with u_s fixed, or a constant λ from the file
+        let (mut spread, mut unit, mut fixed) = (vec![0.0; s], vec![0.0; s], vec![0.0; s]);
+        let width = exp.disp.range;
         for (i, src) in exp.sources.iter().enumerate() {
             let from_file = cfg
                 .beam
@@ -236,11 +359,17 @@ impl<B: Backend> Params<B> {
                 .and_then(|r| r.lambda);
             match from_file {
                 Some(l) => fixed[i] = l,
-                None => scale[i] = src.lambda / exp.lambda0,
+                None => {
+                    unit[i] = 1.0;
+                    if width > 0.0 {
+                        spread[i] = (src.lambda / exp.lambda0 - 1.0) / width;
+                    }
+                }
             }
         }
-        let lambda =
-            self.lambda0.clone().reshape([1, 1]) * tensor2(scale, [1, s], device) + tensor2(fixed, [1, s], device);
+        let k =
+            tensor2(unit, [1, s], device) + tensor2(spread, [1, s], device) * self.dispersion.clone().reshape([1, 1]);
+        let lambda = self.lambda0.clone().reshape([1, 1]) * k + tensor2(fixed, [1, s], device);
         lambda.recip()
     }
 }

@@ -2,7 +2,7 @@
 //! consume, laid out in the shapes the stages expect, and their upload to a device.
 
 use crate::geometry::{axis_rotation, cross, dot, mat_mul, mat_vec, unitize, Mat3, IDENTITY};
-use crate::physics::lattice::LatticeShape;
+use crate::physics::lattice::{LatticeShape, LatticeTensors};
 use crate::physics::structure_factor::HklTensor;
 use crate::setup::Experiment;
 use burn::tensor::{backend::Backend, Tensor, TensorData};
@@ -143,6 +143,15 @@ pub struct SceneTensors<B: Backend> {
     pub distance: Tensor<B, 2>,
     pub fluence: Tensor<B, 2>,
     pub hkl: Option<HklTensor<B>>,
+    /// Differentiable forms of host constants; `None` in the host scene (the stages then use
+    /// the [`Experiment`]'s f64 values). N and the reciprocal vectors of the lattice factor:
+    pub lattice: Option<LatticeTensors<B>>,
+    /// `[1, 1]`: the Kahn factor K (used unless `-nopolar`).
+    pub kahn: Option<Tensor<B, 2>>,
+    /// `[1, 1]`: default_F (electrons), for reflections without an HKL entry.
+    pub default_f: Option<Tensor<B, 2>>,
+    /// `[1, 1]`: the water background I_bg (C's units, photons·m²/... as [`Experiment::i_bg`]).
+    pub i_bg: Option<Tensor<B, 2>>,
 }
 
 impl<B: Backend> SceneTensors<B> {
@@ -172,6 +181,10 @@ impl<B: Backend> SceneTensors<B> {
                 .as_ref()
                 .filter(|g| g.entries > 0)
                 .map(|g| HklTensor::new(g, sf.default_f, device)),
+            lattice: None,
+            kahn: None,
+            default_f: None,
+            i_bg: None,
         }
     }
 

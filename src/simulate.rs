@@ -12,7 +12,7 @@ use crate::physics::detector::{
     capture_fraction, curved_positions, diffracted_directions, pixel_positions, solid_angle,
 };
 use crate::physics::lattice::lattice_factor;
-use crate::physics::polarization::kahn_factor;
+use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
@@ -345,6 +345,11 @@ pub fn chunk_intensity<B: Backend>(
             .float()
     });
     let polar: Option<Tensor<B, 2>> = (!exp.nopolar).then(|| {
+        if let Some(k) = &st.kahn {
+            let e = dir.clone().matmul(st.e_in_t.clone());
+            let b = dir.clone().matmul(st.b_in_t.clone());
+            return kahn_factor_tensor(cos2t.clone(), e, b, k.clone());
+        }
         // the E/B projections only matter for a polarized beam (K ≠ 0)
         let (e, b) = if exp.polarization != 0.0 {
             (
@@ -368,7 +373,7 @@ pub fn chunk_intensity<B: Backend>(
         let hi = (lo + block).min(c);
         let (coef, offset) = st.block(lo, hi);
         let hkl = miller_indices(dir.clone(), coef, offset);
-        let f_latt = lattice_factor(&hkl, &scene.lattice);
+        let f_latt = lattice_factor(&hkl, &scene.lattice, st.lattice.as_ref());
         // which terms C evaluates: survived dmin and (F_latt ≠ 0 or water)
         let mut valid: Option<Tensor<B, 2>> = keep.as_ref().map(|k| per_orientation(k, scene, lo, hi, device));
         if !water && (flags || tri) {
@@ -406,9 +411,10 @@ pub fn chunk_intensity<B: Backend>(
             Some(grid) => Some(nearest(&hkl, grid)),
         };
         let mut term = f_latt.powi_scalar(2);
-        term = match f_cell {
-            Some(f) => term * f.powi_scalar(2),
-            None => term * exp.structure_factors.default_f.powi(2),
+        term = match (f_cell, &st.default_f) {
+            (Some(f), _) => term * f.powi_scalar(2),
+            (None, Some(f)) => term * f.clone().powi_scalar(2),
+            (None, None) => term * exp.structure_factors.default_f.powi(2),
         };
         if let Some(v) = &valid {
             term = term * v.clone();
@@ -469,10 +475,10 @@ pub fn chunk_intensity<B: Backend>(
             } else {
                 bragg.reshape([p, rpp]).sum_dim(1)
             };
-            if exp.i_bg != 0.0 {
-                per_pixel + exp.i_bg
-            } else {
-                per_pixel
+            match &st.i_bg {
+                Some(i_bg) => per_pixel + i_bg.clone(),
+                None if exp.i_bg != 0.0 => per_pixel + exp.i_bg,
+                None => per_pixel,
             }
         }
         Some((term, factor)) => {
@@ -481,7 +487,11 @@ pub fn chunk_intensity<B: Backend>(
             let all = suffix.clone().slice([0..p, 0..1]);
             // skipped terms are 0 even where the running product overflowed (0·∞)
             let skipped = term.clone().equal_elem(0.0);
-            (term * suffix).mask_fill(skipped, 0.0).sum_dim(1) + all * exp.i_bg
+            let bragg = (term * suffix).mask_fill(skipped, 0.0).sum_dim(1);
+            match &st.i_bg {
+                Some(i_bg) => bragg + all * i_bg.clone(),
+                None => bragg + all * exp.i_bg,
+            }
         }
     };
     // r_e²·fluence first: the two alone would overflow f32

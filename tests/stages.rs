@@ -13,7 +13,7 @@ use nanobragg::geometry::{cross, dot, norm, rotate_axis, unitize};
 use nanobragg::physics::detector::{
     capture_fraction, curved_positions, diffracted_directions, pixel_positions, solid_angle,
 };
-use nanobragg::physics::lattice::{lattice_factor, sinc3, sincg, LatticeShape};
+use nanobragg::physics::lattice::{lattice_factor, sinc3, sincg, LatticeShape, LatticeTensors};
 use nanobragg::physics::polarization::kahn_factor;
 use nanobragg::physics::scattering::{cos_two_theta, miller_indices, stol};
 use nanobragg::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range, HklTensor};
@@ -252,39 +252,49 @@ fn lattice_shapes_match_their_formulas() {
             fudge: 0.8,
             recip,
         };
-        let got = host(lattice_factor(&hkl, &p));
-        for (i, v) in pts.chunks(3).enumerate() {
-            let vol = n[0] * n[1] * n[2];
-            let want = match shape {
-                CrystalShape::Square => (0..3)
-                    .map(|a| (n[a] * PI * v[a]).sin() / (PI * v[a]).sin())
-                    .product::<f64>(),
-                CrystalShape::Round => {
-                    let r2: f64 = (0..3).map(|a| (frac(v[a]) * n[a]).powi(2)).sum();
-                    let x = PI * (r2 * 0.8).sqrt();
-                    vol * 0.723601254558268 * 3.0 * (x.sin() / x - x.cos()) / (x * x)
-                }
-                _ => {
-                    let d: Vec<f64> = (0..3).map(|a| frac(v[a])).collect();
-                    let r2: f64 = (0..3)
-                        .map(|ax| (d[0] * recip[0][ax] + d[1] * recip[1][ax] + d[2] * recip[2][ax]).powi(2))
-                        .sum::<f64>()
-                        * vol
-                        * vol;
-                    if shape == CrystalShape::Gauss {
-                        vol * (-(r2 / 0.63) * 0.8).exp()
-                    } else if r2 * 0.8 < 0.3969 {
-                        vol
-                    } else {
-                        0.0
+        // the host-constant form and the differentiable form (N, a*, b*, c* as tensors)
+        let tensors = LatticeTensors {
+            n: t2(n.to_vec(), [1, 3]),
+            recip: t2(recip.concat(), [1, 9]),
+        };
+        let forms = [
+            host(lattice_factor(&hkl, &p, None)),
+            host(lattice_factor(&hkl, &p, Some(&tensors))),
+        ];
+        for (form, got) in forms.iter().enumerate() {
+            for (i, v) in pts.chunks(3).enumerate() {
+                let vol = n[0] * n[1] * n[2];
+                let want = match shape {
+                    CrystalShape::Square => (0..3)
+                        .map(|a| (n[a] * PI * v[a]).sin() / (PI * v[a]).sin())
+                        .product::<f64>(),
+                    CrystalShape::Round => {
+                        let r2: f64 = (0..3).map(|a| (frac(v[a]) * n[a]).powi(2)).sum();
+                        let x = PI * (r2 * 0.8).sqrt();
+                        vol * 0.723601254558268 * 3.0 * (x.sin() / x - x.cos()) / (x * x)
                     }
-                }
-            };
-            assert!(
-                (got[i].abs() - want.abs()).abs() < 1e-9 * (1.0 + want.abs()),
-                "{shape:?} {v:?}: {} vs {want}",
-                got[i]
-            );
+                    _ => {
+                        let d: Vec<f64> = (0..3).map(|a| frac(v[a])).collect();
+                        let r2: f64 = (0..3)
+                            .map(|ax| (d[0] * recip[0][ax] + d[1] * recip[1][ax] + d[2] * recip[2][ax]).powi(2))
+                            .sum::<f64>()
+                            * vol
+                            * vol;
+                        if shape == CrystalShape::Gauss {
+                            vol * (-(r2 / 0.63) * 0.8).exp()
+                        } else if r2 * 0.8 < 0.3969 {
+                            vol
+                        } else {
+                            0.0
+                        }
+                    }
+                };
+                assert!(
+                    (got[i].abs() - want.abs()).abs() < 1e-9 * (1.0 + want.abs()),
+                    "{shape:?} form {form} {v:?}: {} vs {want}",
+                    got[i]
+                );
+            }
         }
     }
 }

@@ -31,6 +31,18 @@ pub fn sincg<B: Backend>(h: Tensor<B, 2>, n: f64) -> Tensor<B, 2> {
     ((x * n).sin() / den).mask_fill(at_node, n)
 }
 
+/// [`sincg`] with N a tensor `[1, 1]` or `[R, 1]` (real, differentiable): at a node the value
+/// is N and ∂/∂N = 1; elsewhere ∂/∂N = πδ·cos(Nπδ)/sin(πδ).
+pub fn sincg_n<B: Backend>(h: Tensor<B, 2>, n: Tensor<B, 2>) -> Tensor<B, 2> {
+    let delta = h.clone() - h.round();
+    let at_node = delta.clone().abs().lower_elem(SINCG_EPS);
+    let x = delta * PI;
+    let den = x.clone().sin().mask_fill(at_node.clone(), 1.0);
+    let value = (x * n.clone()).sin() / den;
+    let limit = n.expand(value.dims());
+    value.mask_where(at_node, limit)
+}
+
 /// 3(sin x/x − cos x)/x², the transform of a sphere, with sinc3(0) = 1 (series near 0).
 pub fn sinc3<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
     let small = x.clone().abs().lower_elem(SINC3_SERIES);
@@ -39,6 +51,17 @@ pub fn sinc3<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
     let safe_x = x.mask_fill(small.clone(), 1.0);
     let safe_x2 = x2.mask_fill(small.clone(), 1.0);
     let exact = (safe_x.clone().sin() / safe_x.clone() - safe_x.cos()) * 3.0 / safe_x2;
+    exact.mask_where(small, series)
+}
+
+/// [`sinc3`] as a function of x² `[R, C]`: no square root near 0, so the gradient stays
+/// finite at the origin of reciprocal space.
+pub fn sinc3_squared<B: Backend>(x2: Tensor<B, 2>) -> Tensor<B, 2> {
+    let small = x2.clone().lower_elem(SINC3_SERIES * SINC3_SERIES);
+    let series = x2.clone().neg() / 10.0 + x2.clone().powi_scalar(2) / 280.0 + 1.0;
+    let safe_x2 = x2.mask_fill(small.clone(), 1.0);
+    let x = safe_x2.clone().sqrt();
+    let exact = (x.clone().sin() / x.clone() - x.cos()) * 3.0 / safe_x2;
     exact.mask_where(small, series)
 }
 
@@ -54,8 +77,30 @@ pub struct LatticeShape {
     pub recip: [Vec3; 3],
 }
 
-/// Lattice factor F_latt `[R, C]` from fractional Miller indices h, k, l `[R, C]`.
-pub fn lattice_factor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape) -> Tensor<B, 2> {
+/// Differentiable replacements for the host constants of [`LatticeShape`].
+#[derive(Debug, Clone)]
+pub struct LatticeTensors<B: Backend> {
+    /// `[1, 3]` (or `[R, 3]`): Na, Nb, Nc as reals.
+    pub n: Tensor<B, 2>,
+    /// `[1, 9]` (or `[R, 9]`): a*, b*, c* (Å⁻¹) back to back, for GAUSS and TOPHAT.
+    pub recip: Tensor<B, 2>,
+}
+
+/// Lattice factor F_latt `[R, C]` from fractional Miller indices h, k, l `[R, C]`, with the
+/// shape's constants from `p`, or N and the reciprocal vectors from `t` when given (the
+/// differentiable form).
+pub fn lattice_factor<B: Backend>(
+    hkl: &[Tensor<B, 2>; 3],
+    p: &LatticeShape,
+    t: Option<&LatticeTensors<B>>,
+) -> Tensor<B, 2> {
+    match t {
+        None => lattice_factor_host(hkl, p),
+        Some(t) => lattice_factor_tensor(hkl, p, t),
+    }
+}
+
+fn lattice_factor_host<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape) -> Tensor<B, 2> {
     let [na, nb, nc] = p.n;
     let volume = na * nb * nc;
     match p.shape {
@@ -88,6 +133,41 @@ pub fn lattice_factor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape) -> 
                 r2 = r2 + comp.powi_scalar(2);
             }
             let r2 = r2 * (volume * volume * p.fudge);
+            if p.shape == CrystalShape::Gauss {
+                (r2 / -0.63).exp() * volume
+            } else {
+                r2.lower_elem(0.3969).float() * volume
+            }
+        }
+    }
+}
+
+/// The lattice factor with N `[·, 3]` and the reciprocal vectors `[·, 9]` as tensors.
+fn lattice_factor_tensor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape, t: &LatticeTensors<B>) -> Tensor<B, 2> {
+    let rows = t.n.dims()[0];
+    let n = |a: usize| t.n.clone().slice([0..rows, a..a + 1]);
+    let volume = n(0) * n(1) * n(2);
+    match p.shape {
+        CrystalShape::Square => {
+            sincg_n(hkl[0].clone(), n(0)) * sincg_n(hkl[1].clone(), n(1)) * sincg_n(hkl[2].clone(), n(2))
+        }
+        CrystalShape::Round => {
+            let mut r2 = hkl[0].zeros_like();
+            for (a, x) in hkl.iter().enumerate() {
+                r2 = r2 + fractional(x.clone()).powi_scalar(2) * n(a).powi_scalar(2);
+            }
+            sinc3_squared(r2 * (p.fudge * PI * PI)) * (volume * ROUND_SCALE)
+        }
+        CrystalShape::Gauss | CrystalShape::Tophat => {
+            let d: Vec<Tensor<B, 2>> = hkl.iter().map(|x| fractional(x.clone())).collect();
+            let rrows = t.recip.dims()[0];
+            let r = |v: usize, axis: usize| t.recip.clone().slice([0..rrows, 3 * v + axis..3 * v + axis + 1]);
+            let mut r2 = hkl[0].zeros_like();
+            for axis in 0..3 {
+                let comp = d[0].clone() * r(0, axis) + d[1].clone() * r(1, axis) + d[2].clone() * r(2, axis);
+                r2 = r2 + comp.powi_scalar(2);
+            }
+            let r2 = r2 * (volume.clone().powi_scalar(2) * p.fudge);
             if p.shape == CrystalShape::Gauss {
                 (r2 / -0.63).exp() * volume
             } else {

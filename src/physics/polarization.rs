@@ -19,9 +19,26 @@ pub fn kahn_factor<B: Backend>(
         return (cos2 + 1.0) * 0.5;
     }
     let sin2 = cos2.clone().neg() + 1.0;
+    (cos2 + 1.0 - cos_two_psi(e_proj, b_proj) * sin2 * kahn) * 0.5
+}
+
+/// [`kahn_factor`] with K a tensor `[1, 1]` or `[R, 1]` (differentiable): always the full
+/// formula, so ∂/∂K = −½·cos 2ψ·sin²2θ also at K = 0.
+pub fn kahn_factor_tensor<B: Backend>(
+    cos_two_theta: Tensor<B, 2>,
+    e_proj: Tensor<B, 2>,
+    b_proj: Tensor<B, 2>,
+    kahn: Tensor<B, 2>,
+) -> Tensor<B, 2> {
+    let cos2 = cos_two_theta.powi_scalar(2);
+    let sin2 = cos2.clone().neg() + 1.0;
+    (cos2 + 1.0 - cos_two_psi(e_proj, b_proj) * sin2 * kahn) * 0.5
+}
+
+/// cos 2ψ = (e² − b²)/(e² + b²) `[R, S]`, 1 along the beam.
+fn cos_two_psi<B: Backend>(e_proj: Tensor<B, 2>, b_proj: Tensor<B, 2>) -> Tensor<B, 2> {
     let (e2, b2) = (e_proj.powi_scalar(2), b_proj.powi_scalar(2));
     let denom = e2.clone() + b2.clone();
     let along_beam = denom.clone().equal_elem(0.0);
-    let cos_2psi = ((e2 - b2) / denom.mask_fill(along_beam.clone(), 1.0)).mask_fill(along_beam, 1.0);
-    (cos2 + 1.0 - cos_2psi * sin2 * kahn) * 0.5
+    ((e2 - b2) / denom.mask_fill(along_beam.clone(), 1.0)).mask_fill(along_beam, 1.0)
 }

@@ -12,6 +12,8 @@ pub struct HklTensor<B: Backend> {
     pub count: [i64; 3],
     /// F for reflections outside the grid.
     pub default_f: f64,
+    /// `[1, 1]`: default_F as a tensor (differentiable); replaces `default_f` when given.
+    pub default_f_tensor: Option<Tensor<B, 2>>,
 }
 
 impl<B: Backend> HklTensor<B> {
@@ -24,6 +26,7 @@ impl<B: Backend> HklTensor<B> {
             min: [grid.h_min as i64, grid.k_min as i64, grid.l_min as i64],
             count: [c[0] as i64, c[1] as i64, c[2] as i64],
             default_f,
+            default_f_tensor: None,
         }
     }
 
@@ -64,8 +67,15 @@ pub fn nearest<B: Backend>(hkl: &[Tensor<B, 2>; 3], grid: &HklTensor<B>) -> Tens
         });
     }
     let flat = grid.flat_index(idx.map(|t| t.int()));
-    grid.lookup(flat)
-        .mask_fill(outside.expect("three axes"), grid.default_f)
+    let inside = grid.lookup(flat);
+    let outside = outside.expect("three axes");
+    match &grid.default_f_tensor {
+        None => inside.mask_fill(outside, grid.default_f),
+        Some(f) => {
+            let f = f.clone().expand(inside.dims());
+            inside.mask_where(outside, f)
+        }
+    }
 }
 
 /// Where tricubic interpolation is impossible `[R, C]`: C needs h_min + 2 ≤ h ≤ h_max − 2 on
