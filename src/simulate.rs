@@ -13,6 +13,7 @@ use crate::physics::detector::{
 };
 use crate::physics::lattice::lattice_factor;
 use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
+use crate::physics::project;
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
@@ -346,15 +347,15 @@ pub fn chunk_intensity<B: Backend>(
     });
     let polar: Option<Tensor<B, 2>> = (!exp.nopolar).then(|| {
         if let Some(k) = &st.kahn {
-            let e = dir.clone().matmul(st.e_in_t.clone());
-            let b = dir.clone().matmul(st.b_in_t.clone());
+            let e = project(dir.clone(), st.e_in_t.clone());
+            let b = project(dir.clone(), st.b_in_t.clone());
             return kahn_factor_tensor(cos2t.clone(), e, b, k.clone());
         }
         // the E/B projections only matter for a polarized beam (K ≠ 0)
         let (e, b) = if exp.polarization != 0.0 {
             (
-                dir.clone().matmul(st.e_in_t.clone()),
-                dir.clone().matmul(st.b_in_t.clone()),
+                project(dir.clone(), st.e_in_t.clone()),
+                project(dir.clone(), st.b_in_t.clone()),
             )
         } else {
             (cos2t.clone(), cos2t.clone())
