@@ -43,7 +43,7 @@ fn steps(engine: Engine, n: usize) -> nanobragg::Result<()> {
     let grad_flags = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -distance 80 \
         -pixel 0.4 -detpixels 64 -mosaic 0.5 -mosaic_dom 3 -phi 5 -osc 2 -phisteps 2 -polar 0.8 -oversample 1";
     let (gcfg, gexp) = config(grad_flags)?;
-    let mut step = |what: &str, f: &mut dyn FnMut() -> nanobragg::Result<()>| -> nanobragg::Result<()> {
+    let step = |what: &str, f: &mut dyn FnMut() -> nanobragg::Result<()>| -> nanobragg::Result<()> {
         let t = Instant::now();
         f()?;
         println!("{:<15} {what:<29} {:>9.1} ms", engine.id(), ms(t));

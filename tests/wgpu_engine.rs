@@ -127,12 +127,19 @@ fn args(extra: &[&'static str]) -> Vec<&'static str> {
     SMALL.iter().chain(extra).copied().collect()
 }
 
+/// Extra flags, environment, and the engine line expected on stdout.
+type FusionCase = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
 #[test]
 fn cli_selects_fusion_by_flag_then_environment() {
     if !common::engine_available(Engine::Wgpu { fusion: true }) {
         return;
     }
-    let cases: [(&[&str], &[(&str, &str)], &str); 4] = [
+    let cases: [FusionCase; 4] = [
         (&["-engine", "wgpu"], &[], "engine: wgpu (fused)"),
         (
             &["-engine", "wgpu"],
