@@ -190,18 +190,22 @@ impl<B: Backend> SceneTensors<B> {
 
     /// Coefficients of orientations `lo..hi`: (`[3, 3n]`, `[1, 3n]`).
     pub fn block(&self, lo: usize, hi: usize) -> (Tensor<B, 2>, Tensor<B, 2>) {
-        let c = self.coef.dims()[1] / 3;
-        if lo == 0 && hi == c {
-            return (self.coef.clone(), self.offset.clone());
-        }
-        let pick = |t: &Tensor<B, 2>, rows: usize| {
-            Tensor::cat(
-                (0..3)
-                    .map(|v| t.clone().slice([0..rows, v * c + lo..v * c + hi]))
-                    .collect(),
-                1,
-            )
-        };
-        (pick(&self.coef, 3), pick(&self.offset, 1))
+        (block_columns(&self.coef, lo, hi), block_columns(&self.offset, lo, hi))
     }
+}
+
+/// The columns of orientations `lo..hi` of a `[rows, 3C]` tensor laid out as three blocks of
+/// C (a, b, c): `[rows, 3·(hi − lo)]`.
+pub fn block_columns<B: Backend>(t: &Tensor<B, 2>, lo: usize, hi: usize) -> Tensor<B, 2> {
+    let [rows, c3] = t.dims();
+    let c = c3 / 3;
+    if lo == 0 && hi == c {
+        return t.clone();
+    }
+    Tensor::cat(
+        (0..3)
+            .map(|v| t.clone().slice([0..rows, v * c + lo..v * c + hi]))
+            .collect(),
+        1,
+    )
 }

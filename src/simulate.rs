@@ -7,16 +7,18 @@
 //! is split into blocks when needed, so memory is bounded by the budget, not by the number of
 //! sources, φ steps or mosaic domains.
 
+use crate::derivative::Probe;
 use crate::error::{Error, Result};
 use crate::physics::detector::{
-    capture_fraction, curved_positions, diffracted_directions, pixel_positions, solid_angle,
+    capture_fraction_at, curved_positions, diffracted_directions, pixel_positions, solid_angle,
 };
 use crate::physics::lattice::lattice_factor;
+use crate::physics::lattice::LatticeTensors;
 use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
 use crate::physics::project;
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
-use crate::scene::{tensor2, to_host, Scene, SceneTensors};
+use crate::scene::{block_columns, tensor2, to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
 use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, TensorData};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -311,15 +313,99 @@ pub fn chunk_intensity<B: Backend>(
     block: usize,
     device: &B::Device,
 ) -> ChunkIntensity<B> {
+    chunk_intensity_probed(exp, scene, st, pixels, tri, block, device, None)
+}
+
+/// `[R, n]·[n, k]` plus `[R, 3n]·[3n, k]` style probe terms: ε `[R, n]` times tangents
+/// `[n, k]`.
+fn probe_term<B: Backend>(eps: &Tensor<B, 2>, tangent: &Tensor<B, 2>) -> Tensor<B, 2> {
+    eps.clone().matmul(tangent.clone())
+}
+
+/// ε ⊗ x: `[R, n]` and `[R, 3]` → `[R, 3n]` (column 3i + k = ε_i·x_k), to pair with tangents
+/// of 3-vectors laid out `[3n, ·]`.
+fn probe_outer<B: Backend>(eps: &Tensor<B, 2>, x: &Tensor<B, 2>) -> Tensor<B, 2> {
+    let [r, n] = eps.dims();
+    (eps.clone().unsqueeze_dim::<3>(2) * x.clone().unsqueeze_dim::<3>(1)).reshape([r, 3 * n])
+}
+
+/// The scene with the values that broadcast over rows moved along the probe's tangents:
+/// per sample row (`eps_row` `[R, n]`) for the detector vectors, distances, N, a*, K and
+/// default_F; per pixel (`ε` `[P, n]`) for the fluence and I_bg.
+fn probed_scene<B: Backend>(st: &SceneTensors<B>, probe: &Probe<B>, eps_row: &Tensor<B, 2>) -> SceneTensors<B> {
+    let t = &probe.tangents;
+    let row = |x: &Tensor<B, 2>, tangent: &Tensor<B, 2>| x.clone() + probe_term(eps_row, tangent);
+    let default_f = st.default_f.as_ref().map(|f| row(f, &t.default_f));
+    SceneTensors {
+        fdet: row(&st.fdet, &t.fdet),
+        sdet: row(&st.sdet, &t.sdet),
+        distance: row(&st.distance, &t.distance),
+        close_distance: row(&st.close_distance, &t.close_distance),
+        fluence: st.fluence.clone() + probe_term(&probe.epsilon, &t.fluence),
+        i_bg: st
+            .i_bg
+            .as_ref()
+            .map(|x| x.clone() + probe_term(&probe.epsilon, &t.i_bg)),
+        kahn: st.kahn.as_ref().map(|k| row(k, &t.kahn)),
+        hkl: st.hkl.as_ref().map(|g| crate::physics::structure_factor::HklTensor {
+            default_f_tensor: default_f.clone(),
+            ..g.clone()
+        }),
+        default_f,
+        lattice: st.lattice.as_ref().map(|l| LatticeTensors {
+            n: row(&l.n, &t.n_cells),
+            recip: row(&l.recip, &t.recip),
+        }),
+        ..st.clone()
+    }
+}
+
+/// [`chunk_intensity`] with optional derivative probes (see [`crate::derivative`]): the scene
+/// values pixel p uses are moved by ε_p·t along the probe's tangents, so that the gradient of
+/// Σ I with respect to ε is the per-pixel derivative.
+#[allow(clippy::too_many_arguments)]
+pub fn chunk_intensity_probed<B: Backend>(
+    exp: &Experiment,
+    scene: &Scene,
+    st: &SceneTensors<B>,
+    pixels: &[u32],
+    tri: bool,
+    block: usize,
+    device: &B::Device,
+    probe: Option<&Probe<B>>,
+) -> ChunkIntensity<B> {
     let det = &exp.detector;
     let os = exp.oversample;
     let rpp = exp.sensor.layers * os * os;
     let p = pixels.len();
     let r = p * rpp;
     let (coords, layer) = sample_coordinates(exp, pixels);
+    let coords = tensor2(coords, [r, 3], device);
+    // derivative probes: ε per sample row (a pixel's samples share its ε) and the scene values
+    // that enter by broadcasting moved along their tangents
+    let eps_row: Option<Tensor<B, 2>> = probe.map(|pr| {
+        let n = pr.epsilon.dims()[1];
+        pr.epsilon
+            .clone()
+            .unsqueeze_dim::<3>(1)
+            .expand([p, rpp, n])
+            .reshape([r, n])
+    });
+    let probed;
+    let st = match (probe, &eps_row) {
+        (Some(pr), Some(e)) => {
+            probed = probed_scene(st, pr, e);
+            &probed
+        }
+        _ => st,
+    };
 
     // detector stages, [R, ·]
-    let mut pos = pixel_positions(tensor2(coords, [r, 3], device), st.basis.clone(), st.pix0.clone());
+    let mut pos = pixel_positions(coords.clone(), st.basis.clone(), st.pix0.clone());
+    if let (Some(pr), Some(e)) = (probe, &eps_row) {
+        let t = &pr.tangents;
+        pos = pos + probe_outer(e, &coords).matmul(t.basis.clone()) + probe_term(e, &t.pix0);
+    }
     if det.curved {
         pos = curved_positions(
             pos,
@@ -333,7 +419,11 @@ pub fn chunk_intensity<B: Backend>(
     let omega = solid_angle(airpath, det.pixel_size, st.close_distance.clone(), det.point_pixel);
     let capture = if exp.sensor.thickness > 0.0 {
         let layer = tensor2(layer, [r, 1], device);
-        capture_fraction(dir.clone(), st.odet_col.clone(), layer, exp.sensor.step, exp.sensor.mu)
+        let mut parallax = project(dir.clone(), st.odet_col.clone());
+        if let (Some(pr), Some(e)) = (probe, &eps_row) {
+            parallax = parallax + probe_outer(e, &dir).matmul(pr.tangents.odet.clone());
+        }
+        capture_fraction_at(parallax, layer, exp.sensor.step, exp.sensor.mu)
     } else {
         omega.ones_like()
     };
@@ -373,7 +463,14 @@ pub fn chunk_intensity<B: Backend>(
     while lo < c {
         let hi = (lo + block).min(c);
         let (coef, offset) = st.block(lo, hi);
-        let hkl = miller_indices(dir.clone(), coef, offset);
+        let mut hkl = miller_indices(dir.clone(), coef, offset);
+        if let (Some(pr), Some(e)) = (probe, &eps_row) {
+            let t = &pr.tangents;
+            let (tc, to) = (block_columns(&t.coef, lo, hi), block_columns(&t.offset, lo, hi));
+            let d = probe_outer(e, &dir).matmul(tc) - probe_term(e, &to); // [R, 3·(hi − lo)]
+            let nb = hi - lo;
+            hkl = [0, 1, 2].map(|v| hkl[v].clone() + d.clone().slice([0..r, v * nb..(v + 1) * nb]));
+        }
         let f_latt = lattice_factor(&hkl, &scene.lattice, st.lattice.as_ref());
         // which terms C evaluates: survived dmin and (F_latt ≠ 0 or water)
         let mut valid: Option<Tensor<B, 2>> = keep.as_ref().map(|k| per_orientation(k, scene, lo, hi, device));

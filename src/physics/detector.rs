@@ -63,7 +63,16 @@ pub fn capture_fraction<B: Backend>(
     step: f64,
     mu: f64,
 ) -> Tensor<B, 2> {
-    let parallax = project(directions, odet);
+    capture_fraction_at(project(directions, odet), layer, step, mu)
+}
+
+/// [`capture_fraction`] from the parallax factor ρ = d·o `[R, 1]`.
+pub fn capture_fraction_at<B: Backend>(
+    parallax: Tensor<B, 2>,
+    layer: Tensor<B, 2>,
+    step: f64,
+    mu: f64,
+) -> Tensor<B, 2> {
     let depth = |t: Tensor<B, 2>| (t * (-step * mu) / parallax.clone()).exp();
     depth(layer.clone()) - depth(layer + 1.0)
 }

@@ -1,0 +1,337 @@
+//! Derivative images: ∂(pixel value)/∂(parameter) for every pixel, exactly (no finite
+//! differences), in the units of the parameter's command-line flag.
+//!
+//! Reverse mode gives one scalar's gradient per pass; a derivative image needs one number per
+//! pixel. The method here is forward mode where it is cheap and reverse mode where it is exact:
+//!
+//! 1. **Scene tangents.** The scene (detector basis and origin, orientation coefficients,
+//!    N, K, default_F, I_bg, fluence) is a small function z(θ) of the parameters. Its
+//!    Jacobian columns t_i = ∂z/∂θ_i come from reverse passes over z's components (one small
+//!    backward per component, once per call).
+//! 2. **Per-pixel probes.** Each chunk adds ε_{p,i}·t_i to the scene values that pixel p's
+//!    samples use, with ε `[P, n]` a zero leaf. Pixels use disjoint rows, so one backward pass
+//!    of Σ_p I_p gives ∂I_p/∂ε_{p,i} = Σ_z (∂I_p/∂z)·t_i = dI_p/dθ_i for every pixel and every
+//!    requested parameter at once.
+
+use crate::config::SimConfig;
+use crate::error::{Error, Result};
+use crate::params::Params;
+use crate::scene::{tensor2, to_host, Scene, SceneTensors};
+use crate::setup::Experiment;
+use crate::simulate::{chunk_intensity_probed, chunking, Image, RenderOptions};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::Tensor;
+use std::f64::consts::PI;
+
+/// A derivative image's name (as `-derivative NAME`), the parameter component it is taken
+/// with respect to, and the flag's unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DerivativeSpec {
+    pub name: &'static str,
+    /// [`crate::params::PARAMETERS`] name and component.
+    pub param: &'static str,
+    pub component: usize,
+    /// Parameter units (SI, rad, Å for the cell) per flag unit.
+    pub per_unit: f64,
+    pub unit: &'static str,
+}
+
+const DEG: f64 = PI / 180.0;
+
+const fn spec(
+    name: &'static str,
+    param: &'static str,
+    component: usize,
+    per_unit: f64,
+    unit: &'static str,
+) -> DerivativeSpec {
+    DerivativeSpec {
+        name,
+        param,
+        component,
+        per_unit,
+        unit,
+    }
+}
+
+/// Every derivative image the CLI offers.
+pub const DERIVATIVES: [DerivativeSpec; 28] = [
+    spec("distance", "distance", 0, 1e-3, "mm"),
+    spec("close_distance", "close_distance", 0, 1e-3, "mm"),
+    spec("Xbeam", "beam_center", 0, 1e-3, "mm"),
+    spec("Ybeam", "beam_center", 1, 1e-3, "mm"),
+    spec("cell_a", "cell", 0, 1.0, "Å"),
+    spec("cell_b", "cell", 1, 1.0, "Å"),
+    spec("cell_c", "cell", 2, 1.0, "Å"),
+    spec("cell_alpha", "cell", 3, DEG, "degree"),
+    spec("cell_beta", "cell", 4, DEG, "degree"),
+    spec("cell_gamma", "cell", 5, DEG, "degree"),
+    spec("misset_x", "misset", 0, DEG, "degree"),
+    spec("misset_y", "misset", 1, DEG, "degree"),
+    spec("misset_z", "misset", 2, DEG, "degree"),
+    spec("phi", "phi", 0, DEG, "degree"),
+    spec("lambda", "lambda0", 0, 1e-10, "Å"),
+    spec("dispersion", "dispersion", 0, 1e-2, "%"),
+    spec("Na", "n_cells", 0, 1.0, "cell"),
+    spec("Nb", "n_cells", 1, 1.0, "cell"),
+    spec("Nc", "n_cells", 2, 1.0, "cell"),
+    spec("mosaic", "mosaic_spread", 0, DEG, "degree"),
+    spec("detector_rotx", "detector_rotation", 0, DEG, "degree"),
+    spec("detector_roty", "detector_rotation", 1, DEG, "degree"),
+    spec("detector_rotz", "detector_rotation", 2, DEG, "degree"),
+    spec("twotheta", "twotheta", 0, DEG, "degree"),
+    spec("polar", "polarization", 0, 1.0, "unit of K"),
+    spec("fluence", "fluence", 0, 1.0, "photon/m²"),
+    spec("default_F", "default_f", 0, 1.0, "electron"),
+    spec("water", "water_size", 0, 1e-6, "µm"),
+];
+
+/// The spec of derivative `name`, or an error listing the valid names.
+pub fn find(name: &str) -> Result<&'static DerivativeSpec> {
+    DERIVATIVES.iter().find(|s| s.name == name).ok_or_else(|| {
+        let names: Vec<&str> = DERIVATIVES.iter().map(|s| s.name).collect();
+        Error::flag(
+            "-derivative",
+            format!("unknown parameter '{name}' (one of: {})", names.join(", ")),
+        )
+    })
+}
+
+/// One derivative image: ∂I/∂(flag unit) per pixel, fast-major, 0 outside the ROI/mask.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DerivativeImage {
+    pub spec: DerivativeSpec,
+    pub data: Vec<f32>,
+}
+
+/// Tangents of the scene values along n parameters, as the stages consume them.
+#[derive(Debug, Clone)]
+pub struct SceneTangents<B: Backend> {
+    /// `[3n, 3]`: row 3i + k is ∂(basis row k: f, s, o)/∂θ_i.
+    pub basis: Tensor<B, 2>,
+    /// `[n, 3]`: ∂pix0, ∂f, ∂s (m and m⁻⁰ per parameter unit).
+    pub pix0: Tensor<B, 2>,
+    pub fdet: Tensor<B, 2>,
+    pub sdet: Tensor<B, 2>,
+    /// `[n, 1]`: ∂distance, ∂close_distance (m).
+    pub distance: Tensor<B, 2>,
+    pub close_distance: Tensor<B, 2>,
+    /// `[3n, 1]`: row 3i + k is ∂o_k/∂θ_i.
+    pub odet: Tensor<B, 2>,
+    /// `[3n, 3C]` (row 3i + axis) and `[n, 3C]`: ∂coef, ∂offset.
+    pub coef: Tensor<B, 2>,
+    pub offset: Tensor<B, 2>,
+    /// `[n, 3]`, `[n, 9]`: ∂N, ∂(a*, b*, c*).
+    pub n_cells: Tensor<B, 2>,
+    pub recip: Tensor<B, 2>,
+    /// `[n, 1]`: ∂K, ∂default_F, ∂I_bg, ∂fluence.
+    pub kahn: Tensor<B, 2>,
+    pub default_f: Tensor<B, 2>,
+    pub i_bg: Tensor<B, 2>,
+    pub fluence: Tensor<B, 2>,
+}
+
+/// Per-pixel probes ε `[P, n]` (a zero leaf) along the scene tangents.
+#[derive(Debug, Clone)]
+pub struct Probe<B: Backend> {
+    pub epsilon: Tensor<B, 2>,
+    pub tangents: SceneTangents<B>,
+}
+
+/// Sizes of the scene's components in [`scene_vector`] order.
+fn layout(orientations: usize) -> [(&'static str, usize); 15] {
+    let c = orientations;
+    [
+        ("basis", 9),
+        ("pix0", 3),
+        ("fdet", 3),
+        ("sdet", 3),
+        ("distance", 1),
+        ("close_distance", 1),
+        ("odet", 3),
+        ("coef", 9 * c),
+        ("offset", 3 * c),
+        ("n_cells", 3),
+        ("recip", 9),
+        ("kahn", 1),
+        ("default_f", 1),
+        ("i_bg", 1),
+        ("fluence", 1),
+    ]
+}
+
+/// The differentiable scene's values as one vector, in [`layout`] order.
+fn scene_vector<B: Backend>(st: &SceneTensors<B>) -> Tensor<B, 1> {
+    let flat = |t: &Tensor<B, 2>| {
+        let n: usize = t.dims().iter().product();
+        t.clone().reshape([n])
+    };
+    let lattice = st.lattice.as_ref().expect("a differentiable scene has lattice tensors");
+    let zero = || Tensor::<B, 1>::zeros([1], &st.coef.device());
+    let scalar = |t: &Option<Tensor<B, 2>>| t.as_ref().map(flat).unwrap_or_else(zero);
+    Tensor::cat(
+        vec![
+            flat(&st.basis),
+            flat(&st.pix0),
+            flat(&st.fdet),
+            flat(&st.sdet),
+            flat(&st.distance),
+            flat(&st.close_distance),
+            flat(&st.odet_col),
+            flat(&st.coef),
+            flat(&st.offset),
+            flat(&lattice.n),
+            flat(&lattice.recip),
+            scalar(&st.kahn),
+            scalar(&st.default_f),
+            scalar(&st.i_bg),
+            flat(&st.fluence),
+        ],
+        0,
+    )
+}
+
+/// The Jacobian columns ∂z/∂θ_i of the scene vector for `specs` (row-major `[m, n]`), by one
+/// reverse pass per component of z.
+fn scene_jacobian<AB: AutodiffBackend>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    specs: &[&DerivativeSpec],
+    orientations: usize,
+    device: &AB::Device,
+) -> Result<Vec<f64>> {
+    let constants = SceneTensors::<AB>::constants(exp, device);
+    let n = specs.len();
+    let m: usize = layout(orientations).iter().map(|(_, k)| k).sum();
+    let mut jac = vec![0.0; m * n];
+    for j in 0..m {
+        let params = Params::<AB>::new(cfg, exp, device).map(|t| t.require_grad());
+        let z = scene_vector(&params.scene_with(cfg, exp, &constants, device));
+        let grads = z.narrow(0, j, 1).sum().backward();
+        for (i, s) in specs.iter().enumerate() {
+            let leaf = params.get(s.param).ok_or_else(|| missing(s))?;
+            if let Some(g) = leaf.grad(&grads) {
+                jac[j * n + i] = to_host(g)?[s.component];
+            }
+        }
+    }
+    Ok(jac)
+}
+
+fn missing(s: &DerivativeSpec) -> Error {
+    Error::flag(
+        "-derivative",
+        format!("{}: this configuration has no {} parameter", s.name, s.param),
+    )
+}
+
+/// Upload the Jacobian `[m, n]` as the stages' tangent tensors.
+fn tangents<B: Backend>(jac: &[f64], n: usize, orientations: usize, device: &B::Device) -> SceneTangents<B> {
+    let mut parts = std::collections::HashMap::new();
+    let mut row = 0;
+    for (name, len) in layout(orientations) {
+        // component-major [len, n] → parameter-major [n, len]
+        let mut t = vec![0.0; n * len];
+        for k in 0..len {
+            for i in 0..n {
+                t[i * len + k] = jac[(row + k) * n + i];
+            }
+        }
+        parts.insert(name, t);
+        row += len;
+    }
+    let take = |name: &str, shape: [usize; 2]| tensor2::<B>(parts[name].clone(), shape, device);
+    let c = orientations;
+    SceneTangents {
+        basis: take("basis", [3 * n, 3]),
+        pix0: take("pix0", [n, 3]),
+        fdet: take("fdet", [n, 3]),
+        sdet: take("sdet", [n, 3]),
+        distance: take("distance", [n, 1]),
+        close_distance: take("close_distance", [n, 1]),
+        odet: take("odet", [3 * n, 1]),
+        coef: take("coef", [3 * n, 3 * c]),
+        offset: take("offset", [n, 3 * c]),
+        n_cells: take("n_cells", [n, 3]),
+        recip: take("recip", [n, 9]),
+        kahn: take("kahn", [n, 1]),
+        default_f: take("default_f", [n, 1]),
+        i_bg: take("i_bg", [n, 1]),
+        fluence: take("fluence", [n, 1]),
+    }
+}
+
+/// The image and the derivative images `names` (see [`DERIVATIVES`]), on backend `AB`.
+///
+/// The image is the differentiable scene's render (equal to [`crate::simulate::render`] to
+/// rounding). Memory is bounded by the chunk size times the number of derivatives.
+pub fn derivative_images<AB: AutodiffBackend>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    names: &[&str],
+    opts: &RenderOptions,
+    device: &AB::Device,
+) -> Result<(Image, Vec<DerivativeImage>)> {
+    let specs = names.iter().map(|n| find(n)).collect::<Result<Vec<_>>>()?;
+    let probe_params = Params::<AB>::new(cfg, exp, device);
+    if let Some(s) = specs.iter().find(|s| probe_params.get(s.param).is_none()) {
+        return Err(missing(s));
+    }
+    let n = specs.len();
+    let scene = Scene::new(exp);
+    let jac = scene_jacobian::<AB>(cfg, exp, &specs, scene.orientations, device)?;
+    let t = tangents::<AB>(&jac, n, scene.orientations, device);
+    let st = probe_params.scene(cfg, exp, device);
+
+    let det = &exp.detector;
+    let active = exp.active_pixels();
+    let (per_chunk, block) = chunking(exp, &scene, active.len(), opts);
+    // more derivatives, more columns per intermediate: shrink the chunk to keep memory bounded
+    let per_chunk = (per_chunk / (1 + n / 4)).max(1);
+    let mut data = vec![0.0f32; det.pixels()];
+    let mut images = vec![vec![0.0f32; det.pixels()]; n];
+    let mut omega_sum = 0.0;
+    let mut fell_back = false;
+    let mut tri = exp.structure_factors.interpolate;
+    for pixels in active.chunks(per_chunk) {
+        let p = pixels.len();
+        let probe = Probe {
+            epsilon: Tensor::<AB, 2>::zeros([p, n], device).require_grad(),
+            tangents: t.clone(),
+        };
+        let out = chunk_intensity_probed(exp, &scene, &st, pixels, tri, block, device, Some(&probe));
+        omega_sum += out.omega_sum;
+        // C turns interpolation off for good at the first out-of-range point
+        if out.out_of_range {
+            fell_back = true;
+            tri = false;
+        }
+        let grads = out.intensity.clone().sum().backward();
+        let values = to_host(out.intensity)?;
+        let d = probe
+            .epsilon
+            .grad(&grads)
+            .map(to_host)
+            .transpose()?
+            .unwrap_or_else(|| vec![0.0; p * n]);
+        for (k, &idx) in pixels.iter().enumerate() {
+            data[idx as usize] = values[k] as f32;
+            for (i, s) in specs.iter().enumerate() {
+                images[i][idx as usize] = (d[k * n + i] * s.per_unit) as f32;
+            }
+        }
+    }
+    let image = Image {
+        fpixels: det.fpixels,
+        spixels: det.spixels,
+        data,
+        omega_sum,
+        interpolation_fell_back: fell_back,
+    };
+    let derivatives = specs
+        .iter()
+        .zip(images)
+        .map(|(s, data)| DerivativeImage { spec: **s, data })
+        .collect();
+    Ok((image, derivatives))
+}
