@@ -1,17 +1,47 @@
 //! Compute engines chosen at run time.
 //!
-//! `Cpu` runs the generic stages eagerly on burn-ndarray, in f64 (default) or f32. The float
-//! dtype of a burn device is fixed per process (see `shared/reference/burn-notes.md` §3), so a
-//! process must not render with both precisions.
+//! * [`Engine::Cpu`]: burn-ndarray, eager, f64 (default) or f32; one worker thread per core and
+//!   cache-sized chunks.
+//! * [`Engine::Wgpu`]: burn-wgpu in f32 (WGSL compute shaders on Vulkan, Metal or DX12; Mesa's
+//!   software Vulkan driver, llvmpipe, where there is no GPU), with or without burn's kernel
+//!   fusion: `fusion: true` runs [`WgpuFused`] (`Wgpu<f32, i32>`, i.e. burn-fusion over the
+//!   cube backend), `false` runs [`WgpuUnfused`] (`CubeBackend<WgpuRuntime, f32, i32, u32>`).
+//!   One worker thread, large chunks (bounded by the memory budget).
+//!
+//! Every engine runs the *same* generic functions ([`crate::simulate::render`],
+//! [`crate::gradient::image_vjp`]), monomorphised per backend type; [`Engine::run`] is the one
+//! dispatch point, and any generic task can go through it ([`BackendTask`]).
+//!
+//! The float dtype of a burn device is fixed per process (see `shared/reference/burn-notes.md`
+//! §3), so a process must not render on the CPU with both precisions. The wgpu device is a
+//! different device (always f32), so it mixes freely with either CPU precision.
 
 use crate::config::SimConfig;
 use crate::derivative::{derivative_images, DerivativeImage};
 use crate::error::{Error, Result};
+use crate::gradient::{image_vjp, ParamGradient};
+use crate::params::Params;
 use crate::setup::Experiment;
 use crate::simulate::{render, Image, RenderOptions};
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
 use burn::tensor::DType;
+
+/// Environment variable that switches wgpu fusion off (`0`, `off`, `false`) or on (`1`, `on`,
+/// `true`) when `-fusion` is not given.
+pub const FUSION_ENV: &str = "NANOBRAGG_FUSION";
+
+/// Elements per `[samples, orientations]` intermediate aimed for on wgpu (the memory budget
+/// caps it further): big enough that kernel launches and the per-chunk readback are amortised.
+pub const WGPU_CHUNK_ELEMENTS: usize = 1 << 22;
+
+/// The fused wgpu backend (burn-fusion over the cube backend), f32.
+#[cfg(feature = "gpu")]
+pub type WgpuFused = burn::backend::wgpu::Wgpu<f32, i32>;
+/// The unfused wgpu backend: every tensor op is its own kernel, f32.
+#[cfg(feature = "gpu")]
+pub type WgpuUnfused = burn::backend::wgpu::CubeBackend<burn::backend::wgpu::WgpuRuntime, f32, i32, u32>;
 
 /// Floating-point precision of the CPU engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,11 +51,21 @@ pub enum Precision {
     F32,
 }
 
+/// Which engine family `-engine` named (precision and fusion are separate flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineKind {
+    #[default]
+    Cpu,
+    Wgpu,
+}
+
 /// A compute engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
     /// burn-ndarray on the CPU.
     Cpu { precision: Precision },
+    /// burn-wgpu, f32, fused or not.
+    Wgpu { fusion: bool },
 }
 
 impl Default for Engine {
@@ -36,7 +76,39 @@ impl Default for Engine {
     }
 }
 
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Engine::from_name(s)
+    }
+}
+
+/// A computation generic over the backend, run by [`Engine::run`] on the engine's backend.
+pub trait BackendTask {
+    type Output;
+    /// Run on backend `B` (its autodiff wrapper is `Autodiff<B>`, on the same device).
+    fn run<B: Backend>(self, device: &B::Device) -> Result<Self::Output>;
+}
+
 impl Engine {
+    /// Every engine, in the order benchmarks list them.
+    pub const ALL: [Engine; 4] = [
+        Engine::Cpu {
+            precision: Precision::F64,
+        },
+        Engine::Cpu {
+            precision: Precision::F32,
+        },
+        Engine::Wgpu { fusion: true },
+        Engine::Wgpu { fusion: false },
+    ];
+
     /// Short name for messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -46,37 +118,190 @@ impl Engine {
             Engine::Cpu {
                 precision: Precision::F32,
             } => "cpu (f32)",
+            Engine::Wgpu { fusion: true } => "wgpu (fused)",
+            Engine::Wgpu { fusion: false } => "wgpu (unfused)",
         }
     }
 
-    /// Render an experiment on this engine.
-    pub fn render(&self, exp: &Experiment, opts: &RenderOptions) -> Result<Image> {
-        let device = NdArrayDevice::Cpu;
-        let engine_err = |e: String| Error::Engine {
-            engine: self.name().into(),
-            message: e,
-        };
-        tune_allocator();
+    /// The identifier [`Engine::from_name`] parses: `cpu`, `cpu-f32`, `wgpu`, `wgpu-nofusion`.
+    pub fn id(&self) -> &'static str {
         match self {
             Engine::Cpu {
                 precision: Precision::F64,
-            } => {
-                init_dtype::<NdArray<f64>>(&device, DType::F64).map_err(engine_err)?;
-                render::<NdArray<f64>>(exp, opts, &device)
-            }
+            } => "cpu",
             Engine::Cpu {
                 precision: Precision::F32,
-            } => {
-                init_dtype::<NdArray<f32>>(&device, DType::F32).map_err(engine_err)?;
-                render::<NdArray<f32>>(exp, opts, &device)
+            } => "cpu-f32",
+            Engine::Wgpu { fusion: true } => "wgpu",
+            Engine::Wgpu { fusion: false } => "wgpu-nofusion",
+        }
+    }
+
+    /// Parse an engine identifier: `cpu` (= `cpu-f64`), `cpu-f32`, `wgpu` (= `wgpu-fusion`),
+    /// `wgpu-nofusion` (= `wgpu-unfused`). Plain `wgpu` is fused: the environment is not read.
+    pub fn from_name(name: &str) -> Result<Engine> {
+        Ok(match name {
+            "cpu" | "cpu-f64" => Engine::Cpu {
+                precision: Precision::F64,
+            },
+            "cpu-f32" => Engine::Cpu {
+                precision: Precision::F32,
+            },
+            "wgpu" | "wgpu-fusion" | "wgpu-fused" => Engine::Wgpu { fusion: true },
+            "wgpu-nofusion" | "wgpu-unfused" => Engine::Wgpu { fusion: false },
+            other => {
+                return Err(Error::Engine {
+                    engine: other.into(),
+                    message: "unknown engine (available: cpu, cpu-f32, wgpu, wgpu-nofusion)".into(),
+                })
+            }
+        })
+    }
+
+    /// The engine the CLI's `-engine`, `-precision` and `-fusion` flags select (`None` = not
+    /// given). wgpu computes in f32 only: asking it for f64 is an error naming the engine.
+    /// Without `-fusion`, fusion follows [`FUSION_ENV`] and is on by default.
+    pub fn select(kind: EngineKind, precision: Option<Precision>, fusion: Option<bool>) -> Result<Engine> {
+        match kind {
+            EngineKind::Cpu => {
+                if fusion.is_some() {
+                    return Err(Error::flag(
+                        "-fusion",
+                        "only the wgpu engine fuses kernels (-engine wgpu)",
+                    ));
+                }
+                Ok(Engine::Cpu {
+                    precision: precision.unwrap_or_default(),
+                })
+            }
+            EngineKind::Wgpu => {
+                if precision == Some(Precision::F64) {
+                    return Err(Error::Engine {
+                        engine: "wgpu".into(),
+                        message: "computes in f32 only (f64 transcendentals are not reliable in \
+                                  Vulkan/WGSL shaders and burn's fusion rejects f64); use \
+                                  -precision f32, or -engine cpu for f64"
+                            .into(),
+                    });
+                }
+                let fusion = match fusion {
+                    Some(f) => f,
+                    None => fusion_from_env()?.unwrap_or(true),
+                };
+                Ok(Engine::Wgpu { fusion })
             }
         }
     }
-}
 
-impl Engine {
-    /// Derivative images `names` (see [`crate::derivative::DERIVATIVES`]) on this engine,
-    /// under burn's autodiff.
+    /// The options this engine renders with: `base`, with the engine's chunking. The CPU keeps
+    /// `base` as it is; wgpu uses one worker (the device is shared, and llvmpipe already uses
+    /// every core) and chunks of up to [`WGPU_CHUNK_ELEMENTS`] unless `base` sets a cap.
+    pub fn options(&self, base: &RenderOptions) -> RenderOptions {
+        match self {
+            Engine::Cpu { .. } => base.clone(),
+            Engine::Wgpu { .. } => RenderOptions {
+                threads: 1,
+                max_chunk_elements: Some(base.max_chunk_elements.unwrap_or(WGPU_CHUNK_ELEMENTS)),
+                ..base.clone()
+            },
+        }
+    }
+
+    /// Check that the engine can start; returns a description of the device (for wgpu: the
+    /// adapter, driver and graphics API). Fails with [`Error::Engine`] naming the engine.
+    pub fn probe(&self) -> Result<String> {
+        match self {
+            Engine::Cpu { .. } => Ok(format!(
+                "burn-ndarray on {} CPU threads",
+                std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+            )),
+            Engine::Wgpu { .. } => wgpu_probe().map_err(|message| Error::Engine {
+                engine: self.name().into(),
+                message,
+            }),
+        }
+    }
+
+    /// Run a generic task on this engine's backend and device. The wgpu engines probe for an
+    /// adapter first, and a panic inside burn/cubecl (e.g. a device lost) becomes
+    /// [`Error::Engine`].
+    pub fn run<T: BackendTask>(&self, task: T) -> Result<T::Output> {
+        let engine_err = |message: String| Error::Engine {
+            engine: self.name().into(),
+            message,
+        };
+        match self {
+            Engine::Cpu { precision } => {
+                let device = NdArrayDevice::Cpu;
+                tune_allocator();
+                match precision {
+                    Precision::F64 => {
+                        init_cpu_dtype::<NdArray<f64>>(&device, DType::F64).map_err(engine_err)?;
+                        task.run::<NdArray<f64>>(&device)
+                    }
+                    Precision::F32 => {
+                        init_cpu_dtype::<NdArray<f32>>(&device, DType::F32).map_err(engine_err)?;
+                        task.run::<NdArray<f32>>(&device)
+                    }
+                }
+            }
+            Engine::Wgpu { fusion } => run_wgpu(*fusion, task).map_err(|e| match e {
+                WgpuFailure::Task(e) => e,
+                WgpuFailure::Engine(m) => engine_err(m),
+            }),
+        }
+    }
+
+    /// Render an experiment on this engine, with the engine's chunking ([`Engine::options`]).
+    pub fn render(&self, exp: &Experiment, opts: &RenderOptions) -> Result<Image> {
+        struct Render<'a> {
+            exp: &'a Experiment,
+            opts: RenderOptions,
+        }
+        impl BackendTask for Render<'_> {
+            type Output = Image;
+            fn run<B: Backend>(self, device: &B::Device) -> Result<Image> {
+                render::<B>(self.exp, &self.opts, device)
+            }
+        }
+        self.run(Render {
+            exp,
+            opts: self.options(opts),
+        })
+    }
+
+    /// The image and Σ_p w_p·∂I_p/∂θ for every continuous parameter θ, on this engine
+    /// (`Autodiff` over its backend); see [`crate::gradient::image_vjp`].
+    pub fn image_vjp(
+        &self,
+        cfg: &SimConfig,
+        exp: &Experiment,
+        weights: Option<&[f32]>,
+        opts: &RenderOptions,
+    ) -> Result<(Image, Vec<ParamGradient>)> {
+        struct Vjp<'a> {
+            cfg: &'a SimConfig,
+            exp: &'a Experiment,
+            weights: Option<&'a [f32]>,
+            opts: RenderOptions,
+        }
+        impl BackendTask for Vjp<'_> {
+            type Output = (Image, Vec<ParamGradient>);
+            fn run<B: Backend>(self, device: &B::Device) -> Result<Self::Output> {
+                let params = Params::<Autodiff<B>>::new(self.cfg, self.exp, device).map(|t| t.require_grad());
+                image_vjp(self.cfg, self.exp, &params, self.weights, &self.opts, device)
+            }
+        }
+        self.run(Vjp {
+            cfg,
+            exp,
+            weights,
+            opts: self.options(opts),
+        })
+    }
+
+    /// Derivative images `names` (see [`crate::derivative::DERIVATIVES`]) on this engine
+    /// (`Autodiff` over its backend); see [`crate::derivative::derivative_images`].
     pub fn derivatives(
         &self,
         cfg: &SimConfig,
@@ -84,42 +309,24 @@ impl Engine {
         names: &[&str],
         opts: &RenderOptions,
     ) -> Result<Vec<DerivativeImage>> {
-        let device = NdArrayDevice::Cpu;
-        let engine_err = |e: String| Error::Engine {
-            engine: self.name().into(),
-            message: e,
-        };
-        let out = match self {
-            Engine::Cpu {
-                precision: Precision::F64,
-            } => {
-                init_dtype::<NdArray<f64>>(&device, DType::F64).map_err(engine_err)?;
-                derivative_images::<Autodiff<NdArray<f64>>>(cfg, exp, names, opts, &device)?
+        struct Derivatives<'a> {
+            cfg: &'a SimConfig,
+            exp: &'a Experiment,
+            names: &'a [&'a str],
+            opts: RenderOptions,
+        }
+        impl BackendTask for Derivatives<'_> {
+            type Output = Vec<DerivativeImage>;
+            fn run<B: Backend>(self, device: &B::Device) -> Result<Self::Output> {
+                derivative_images::<Autodiff<B>>(self.cfg, self.exp, self.names, &self.opts, device).map(|(_, d)| d)
             }
-            Engine::Cpu {
-                precision: Precision::F32,
-            } => {
-                init_dtype::<NdArray<f32>>(&device, DType::F32).map_err(engine_err)?;
-                derivative_images::<Autodiff<NdArray<f32>>>(cfg, exp, names, opts, &device)?
-            }
-        };
-        Ok(out.1)
-    }
-}
-
-/// Fix the device's default float dtype once per process; asking for another one later fails.
-fn init_dtype<B: burn::tensor::backend::Backend>(device: &B::Device, dtype: DType) -> std::result::Result<(), String> {
-    static CHOSEN: std::sync::OnceLock<DType> = std::sync::OnceLock::new();
-    let chosen = *CHOSEN.get_or_init(|| {
-        let _ = burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64);
-        dtype
-    });
-    if chosen == dtype {
-        Ok(())
-    } else {
-        Err(format!(
-            "this process already renders in {chosen:?}; f32 and f64 cannot be mixed in one process"
-        ))
+        }
+        self.run(Derivatives {
+            cfg,
+            exp,
+            names,
+            opts: self.options(opts),
+        })
     }
 }
 
@@ -139,5 +346,221 @@ pub fn tune_allocator() {
                 libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
             }
         });
+    }
+}
+
+/// `-fusion` from [`FUSION_ENV`]: `None` when unset or empty.
+pub fn fusion_from_env() -> Result<Option<bool>> {
+    match std::env::var(FUSION_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Error::Config(format!("{FUSION_ENV}: not valid UTF-8"))),
+        Ok(v) => parse_switch(&v).map_err(|m| Error::Config(format!("{FUSION_ENV}={v}: {m}"))),
+    }
+}
+
+/// `on|off` and their spellings; `Ok(None)` for an empty string.
+pub fn parse_switch(v: &str) -> std::result::Result<Option<bool>, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "1" | "on" | "true" | "yes" => Ok(Some(true)),
+        "0" | "off" | "false" | "no" => Ok(Some(false)),
+        _ => Err("expected on or off (1/0)".into()),
+    }
+}
+
+/// Fix the CPU device's default float dtype once per process; asking for another one later
+/// fails (it would silently compute in the first one).
+fn init_cpu_dtype<B: Backend>(device: &B::Device, dtype: DType) -> std::result::Result<(), String> {
+    static CHOSEN: std::sync::OnceLock<DType> = std::sync::OnceLock::new();
+    let chosen = *CHOSEN.get_or_init(|| {
+        let _ = burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64);
+        dtype
+    });
+    if chosen == dtype {
+        Ok(())
+    } else {
+        Err(format!(
+            "this process already renders on the CPU in {chosen:?}; f32 and f64 cannot be mixed in one process"
+        ))
+    }
+}
+
+enum WgpuFailure {
+    /// The task itself returned an error.
+    Task(Error),
+    /// The engine could not start or panicked.
+    Engine(String),
+}
+
+#[cfg(feature = "gpu")]
+fn run_wgpu<T: BackendTask>(fusion: bool, task: T) -> std::result::Result<T::Output, WgpuFailure> {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    wgpu_probe().map_err(WgpuFailure::Engine)?;
+    let device = burn::backend::wgpu::WgpuDevice::default();
+    let out = catch_unwind(AssertUnwindSafe(|| {
+        if fusion {
+            task.run::<WgpuFused>(&device)
+        } else {
+            task.run::<WgpuUnfused>(&device)
+        }
+    }));
+    match out {
+        Ok(r) => r.map_err(WgpuFailure::Task),
+        Err(payload) => Err(WgpuFailure::Engine(format!("failed: {}", panic_message(&*payload)))),
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn run_wgpu<T: BackendTask>(_fusion: bool, _task: T) -> std::result::Result<T::Output, WgpuFailure> {
+    Err(WgpuFailure::Engine(wgpu_probe().unwrap_err()))
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic without a message".into()
+    }
+}
+
+/// Look for the adapter burn-wgpu's default device would take (the platform's graphics API,
+/// high-performance preference), once per process: its description, or why there is none.
+/// burn itself panics when there is none; this turns that into an error before it starts.
+#[cfg(feature = "gpu")]
+fn wgpu_probe() -> std::result::Result<String, String> {
+    static PROBE: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            use burn::backend::wgpu::graphics::{AutoGraphicsApi, GraphicsApi};
+            let backend = AutoGraphicsApi::backend();
+            let probe = std::panic::catch_unwind(|| {
+                let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+                    backends: backend.into(),
+                    ..wgpu::InstanceDescriptor::new_without_display_handle()
+                });
+                block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    force_fallback_adapter: false,
+                    compatible_surface: None,
+                }))
+                .map(|a| a.get_info())
+            });
+            match probe {
+                Ok(Ok(i)) => Ok(format!(
+                    "{} ({:?}, {:?}, {} {})",
+                    i.name, i.device_type, i.backend, i.driver, i.driver_info
+                )),
+                Ok(Err(e)) => Err(format!(
+                    "no {backend:?} adapter ({e}); install a GPU driver, or Mesa's software Vulkan \
+                     driver (Debian: apt-get install mesa-vulkan-drivers libvulkan1)"
+                )),
+                Err(p) => Err(format!(
+                    "looking for a {backend:?} adapter failed: {}",
+                    panic_message(&*p)
+                )),
+            }
+        })
+        .clone()
+}
+
+#[cfg(not(feature = "gpu"))]
+fn wgpu_probe() -> std::result::Result<String, String> {
+    Err("this build has no wgpu support (build with the cargo feature `gpu`, on by default)".into())
+}
+
+/// Poll a future to completion on this thread (wgpu's native adapter requests resolve at once).
+#[cfg(feature = "gpu")]
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark()
+        }
+    }
+    let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        match f.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => return v,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for e in Engine::ALL {
+            assert_eq!(Engine::from_name(e.id()).unwrap(), e);
+            assert_eq!(e.to_string().parse::<Engine>().unwrap(), e);
+        }
+        assert_eq!(
+            Engine::from_name("wgpu-unfused").unwrap(),
+            Engine::Wgpu { fusion: false }
+        );
+        let e = Engine::from_name("cuda").unwrap_err().to_string();
+        assert!(e.contains("cuda") && e.contains("wgpu-nofusion"), "{e}");
+    }
+
+    #[test]
+    fn wgpu_is_f32_only_and_fusion_applies_to_wgpu() {
+        let e = Engine::select(EngineKind::Wgpu, Some(Precision::F64), None).unwrap_err();
+        assert!(matches!(&e, Error::Engine { engine, .. } if engine == "wgpu"), "{e}");
+        assert!(e.to_string().contains("f32"), "{e}");
+        assert_eq!(
+            Engine::select(EngineKind::Wgpu, Some(Precision::F32), Some(false)).unwrap(),
+            Engine::Wgpu { fusion: false }
+        );
+        let e = Engine::select(EngineKind::Cpu, None, Some(true)).unwrap_err();
+        assert!(e.to_string().contains("-fusion"), "{e}");
+        assert_eq!(
+            Engine::select(EngineKind::Cpu, Some(Precision::F32), None).unwrap(),
+            Engine::Cpu {
+                precision: Precision::F32
+            }
+        );
+    }
+
+    #[test]
+    fn switch_spellings() {
+        assert_eq!(parse_switch("0"), Ok(Some(false)));
+        assert_eq!(parse_switch(" OFF "), Ok(Some(false)));
+        assert_eq!(parse_switch("on"), Ok(Some(true)));
+        assert_eq!(parse_switch(""), Ok(None));
+        assert!(parse_switch("maybe").is_err());
+    }
+
+    #[test]
+    fn wgpu_chunking_is_chosen_by_the_engine() {
+        let base = RenderOptions::default();
+        let w = Engine::Wgpu { fusion: true }.options(&base);
+        assert_eq!((w.threads, w.max_chunk_elements), (1, Some(WGPU_CHUNK_ELEMENTS)));
+        let capped = RenderOptions {
+            max_chunk_elements: Some(1000),
+            ..Default::default()
+        };
+        assert_eq!(
+            Engine::Wgpu { fusion: false }.options(&capped).max_chunk_elements,
+            Some(1000)
+        );
+        let c = Engine::default().options(&base);
+        assert_eq!((c.threads, c.max_chunk_elements), (base.threads, None));
+    }
+
+    #[test]
+    fn panic_payloads_become_messages() {
+        let p = std::panic::catch_unwind(|| panic!("No possible adapter available")).unwrap_err();
+        assert_eq!(panic_message(&*p), "No possible adapter available");
+        let n = 3;
+        let p = std::panic::catch_unwind(|| panic!("lost {n}")).unwrap_err();
+        assert_eq!(panic_message(&*p), "lost 3");
     }
 }

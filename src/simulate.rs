@@ -15,6 +15,7 @@ use crate::physics::detector::{
 use crate::physics::lattice::lattice_factor;
 use crate::physics::lattice::LatticeTensors;
 use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
+use crate::physics::project;
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
 use crate::physics::{rows_for_autodiff, scale_column};
@@ -42,6 +43,10 @@ pub struct RenderOptions {
     pub memory_budget: usize,
     /// Worker threads (default: available cores).
     pub threads: usize,
+    /// Cap on the elements of one `[samples, orientations]` intermediate; `None` = cache-sized
+    /// (2^15, best for the CPU engine). Accelerators want far larger chunks (bounded by the
+    /// memory budget either way); [`crate::engine::Engine::options`] picks it per engine.
+    pub max_chunk_elements: Option<usize>,
     pub progress: Option<Progress>,
 }
 
@@ -50,6 +55,7 @@ impl Default for RenderOptions {
         Self {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            max_chunk_elements: None,
             progress: None,
         }
     }
@@ -60,6 +66,7 @@ impl std::fmt::Debug for RenderOptions {
         f.debug_struct("RenderOptions")
             .field("memory_budget", &self.memory_budget)
             .field("threads", &self.threads)
+            .field("max_chunk_elements", &self.max_chunk_elements)
             .finish()
     }
 }
@@ -105,11 +112,8 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
     let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
     // small chunks keep the intermediates in cache and avoid allocator churn: measured fastest
     // around 2^15 elements per [samples, orientations] tensor (docs/performance.md)
-    let cache = std::env::var("NB_TMP_CACHE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CACHE_ELEMENTS);
-    let elements = (per_worker / BYTES_PER_ELEMENT).min(cache);
+    let cap = opts.max_chunk_elements.unwrap_or(CACHE_ELEMENTS).max(1);
+    let elements = (per_worker / BYTES_PER_ELEMENT).min(cap);
     let sequential =
         exp.oversample_thick || exp.oversample_polar || exp.oversample_omega || exp.structure_factors.interpolate;
     let block = if sequential { c } else { c.min((elements / rpp).max(1)) };
@@ -417,7 +421,7 @@ pub fn chunk_intensity_probed<B: Backend>(
     // without a sensor the capture fraction is 1
     let capture: Option<Tensor<B, 2>> = (exp.sensor.thickness > 0.0).then(|| {
         let layer = tensor2(layer, [r, 1], device);
-        let mut parallax = dir.clone().matmul(st.odet_col.clone());
+        let mut parallax = project(dir.clone(), st.odet_col.clone());
         if let (Some(pr), Some(e)) = (probe, &eps_row) {
             parallax = parallax + probe_outer(e, &dir).matmul(pr.tangents.odet.clone());
         }
@@ -433,15 +437,15 @@ pub fn chunk_intensity_probed<B: Backend>(
     });
     let polar: Option<Tensor<B, 2>> = (!exp.nopolar).then(|| {
         if let Some(k) = &st.kahn {
-            let e = dir.clone().matmul(st.e_in_t.clone());
-            let b = dir.clone().matmul(st.b_in_t.clone());
+            let e = project(dir.clone(), st.e_in_t.clone());
+            let b = project(dir.clone(), st.b_in_t.clone());
             return kahn_factor_tensor(cos2t.clone(), e, b, rows_for_autodiff(k.clone(), r));
         }
         // the E/B projections only matter for a polarized beam (K ≠ 0)
         let (e, b) = if exp.polarization != 0.0 {
             (
-                dir.clone().matmul(st.e_in_t.clone()),
-                dir.clone().matmul(st.b_in_t.clone()),
+                project(dir.clone(), st.e_in_t.clone()),
+                project(dir.clone(), st.b_in_t.clone()),
             )
         } else {
             (cos2t.clone(), cos2t.clone())
@@ -497,7 +501,7 @@ pub fn chunk_intensity_probed<B: Backend>(
                     let order = Tensor::<B, 1, Int>::arange(0..(rr * cc) as i64, device).reshape([rr, cc]);
                     let first = order
                         .clone()
-                        .mask_fill(cand.bool_not(), i64::MAX)
+                        .mask_fill(cand.bool_not(), (rr * cc) as i64)
                         .min()
                         .into_scalar()
                         .elem::<i64>();

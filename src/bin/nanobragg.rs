@@ -3,7 +3,7 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
 use nanobragg::config::{HklSource, Pivot, SimConfig};
-use nanobragg::engine::{Engine, Precision};
+use nanobragg::engine::Engine;
 use nanobragg::io::cfmt::fmt_g;
 use nanobragg::io::{
     fdump::write_fdump, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image,
@@ -41,6 +41,7 @@ fn run(args: &[String]) -> Result<()> {
         }
         Parsed::Run(cfg, opts) => (*cfg, opts),
     };
+    let engine = run_opts.engine()?;
     check_output_dirs(&cfg)?;
     let grid = load_structure_factors(&cfg)?;
     let exp = Experiment::with_structure_factors(&cfg, grid)?;
@@ -52,7 +53,12 @@ fn run(args: &[String]) -> Result<()> {
         println!("WARNING: {w}");
     }
     print_setup(&exp);
-    let image = engine(&run_opts).render(&exp, &render_options(&cfg, &run_opts))?;
+    // an engine that cannot start fails here, before anything is rendered
+    let device = engine.probe()?;
+    if engine != Engine::default() {
+        println!("engine: {} on {device}", engine.name());
+    }
+    let image = engine.render(&exp, &render_options(&cfg, &run_opts))?;
     let non_finite = image.data.iter().filter(|v| !v.is_finite()).count();
     if non_finite > 0 {
         println!("WARNING: {non_finite} pixels overflowed to infinity (as C: e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term)");
@@ -79,7 +85,7 @@ fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions) -
         progress: None,
         ..render_options(cfg, run_opts)
     };
-    let images = engine(run_opts).derivatives(cfg, exp, &names, &opts)?;
+    let images = run_opts.engine()?.derivatives(cfg, exp, &names, &opts)?;
     for ((_, path), d) in wanted.iter().zip(images) {
         write_float_image(path, &d.data)?;
         println!(
@@ -209,15 +215,6 @@ fn check_output_dirs(cfg: &SimConfig) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn engine(opts: &RunOptions) -> Engine {
-    let precision = if opts.precision_f32 {
-        Precision::F32
-    } else {
-        Precision::F64
-    };
-    Engine::Cpu { precision }
 }
 
 fn render_options(cfg: &SimConfig, opts: &RunOptions) -> RenderOptions {

@@ -131,6 +131,7 @@ pub(crate) enum Opt {
     Npyfile,
     Derivative,
     Engine,
+    Fusion,
     Precision,
     MemoryMb,
 }
@@ -340,6 +341,7 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     ("-npyfile", Opt::Npyfile),
     ("-derivative", Opt::Derivative),
     ("-engine", Opt::Engine),
+    ("-fusion", Opt::Fusion),
     ("-precision", Opt::Precision),
     ("-memory_mb", Opt::MemoryMb),
 ];

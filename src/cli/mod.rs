@@ -39,6 +39,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 use crate::config::{Convention, Misset, Pivot, Roi, SimConfig, Vec3};
+use crate::engine::{Engine, EngineKind, Precision};
 use crate::error::{Error, Result};
 use flags::{Arity, Opt};
 
@@ -51,10 +52,21 @@ const EV_ANGSTROM: f64 = 12398.42;
 /// Options of this port that are not part of the C program's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RunOptions {
-    /// `-precision f32`: compute in single precision (default f64).
-    pub precision_f32: bool,
+    /// `-engine cpu|wgpu` (default cpu).
+    pub engine: EngineKind,
+    /// `-precision f64|f32`; `None`: the engine's own (f64 on the CPU, f32 on wgpu).
+    pub precision: Option<Precision>,
+    /// `-fusion on|off` (wgpu); `None`: `NANOBRAGG_FUSION`, else on.
+    pub fusion: Option<bool>,
     /// `-memory_mb N`: cap on the working memory of one pixel chunk, in bytes.
     pub memory_budget_bytes: Option<usize>,
+}
+
+impl RunOptions {
+    /// The engine these options select (see [`Engine::select`]; reads `NANOBRAGG_FUSION`).
+    pub fn engine(&self) -> Result<Engine> {
+        Engine::select(self.engine, self.precision, self.fusion)
+    }
 }
 
 /// Result of [`parse_args`].
@@ -730,19 +742,26 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
         }
         Opt::Npyfile => out.npyfile = Some(v.path()),
         Opt::Engine => {
-            // Only the CPU engine exists so far; other engines are added with their backends.
-            if v.text(0) != "cpu" {
-                return Err(v.err(format!("unknown engine '{}' (available: cpu)", v.text(0))));
+            st.opts.engine = match v.text(0) {
+                "cpu" => EngineKind::Cpu,
+                "wgpu" => EngineKind::Wgpu,
+                other => return Err(v.err(format!("unknown engine '{other}' (available: cpu, wgpu)"))),
+            }
+        }
+        Opt::Fusion => {
+            st.opts.fusion = match crate::engine::parse_switch(v.text(0)) {
+                Ok(Some(f)) => Some(f),
+                _ => return Err(v.err(format!("expected 'on' or 'off', got '{}'", v.text(0)))),
             }
         }
         Opt::Precision => {
-            st.opts.precision_f32 = match v.text(0) {
-                "f64" => false,
-                "f32" => true,
+            st.opts.precision = Some(match v.text(0) {
+                "f64" => Precision::F64,
+                "f32" => Precision::F32,
                 other => {
                     return Err(v.err(format!("expected 'f64' or 'f32', got '{other}'")));
                 }
-            }
+            })
         }
         Opt::MemoryMb => {
             let n = v.int(0)?;

@@ -583,7 +583,8 @@ fn malformed_values_are_errors() {
     assert_flag_err(&["-detector_abs", "thick"], "-detector_abs", "'thick'");
     assert_flag_err(&["-beam_vector", "0", "0", "0"], "-beam_vector", "zero");
     assert_flag_err(&["-twotheta_axis", "0", "nan", "1"], "-twotheta_axis", "'nan'");
-    assert_flag_err(&["-engine", "wgpu"], "-engine", "'wgpu'");
+    assert_flag_err(&["-engine", "cuda"], "-engine", "'cuda'");
+    assert_flag_err(&["-fusion", "maybe"], "-fusion", "'maybe'");
     assert_flag_err(&["-precision", "f16"], "-precision", "'f16'");
     assert_flag_err(&["-memory_mb", "0"], "-memory_mb", "'0'");
     assert_flag_err(&["-memory_mb", "-4"], "-memory_mb", "'-4'");
@@ -765,12 +766,23 @@ fn run_options() {
     assert_eq!(
         o,
         RunOptions {
-            precision_f32: true,
+            engine: EngineKind::Cpu,
+            precision: Some(Precision::F32),
+            fusion: None,
             memory_budget_bytes: Some(512 << 20)
         }
     );
     let (_, o) = run(&["-precision", "f32", "-precision", "f64"]);
-    assert!(!o.precision_f32);
+    assert_eq!(o.precision, Some(Precision::F64));
+    let (_, o) = run(&["-engine", "wgpu", "-fusion", "off"]);
+    assert_eq!((o.engine, o.fusion), (EngineKind::Wgpu, Some(false)));
+    assert_eq!(o.engine().unwrap(), Engine::Wgpu { fusion: false });
+    let (_, o) = run(&["-engine", "wgpu", "-fusion", "on", "-precision", "f32"]);
+    assert_eq!(o.engine().unwrap(), Engine::Wgpu { fusion: true });
+    let (_, o) = run(&["-engine", "wgpu", "-precision", "f64"]);
+    assert!(o.engine().unwrap_err().to_string().contains("engine wgpu"));
+    let (_, o) = run(&[]);
+    assert_eq!(o.engine().unwrap(), Engine::default());
 }
 
 #[test]

@@ -128,8 +128,10 @@ Port options
                             cell_b cell_c cell_alpha cell_beta cell_gamma misset_x misset_y
                             misset_z phi lambda dispersion Na Nb Nc mosaic detector_rotx
                             detector_roty detector_rotz twotheta polar fluence default_F water)
-  -engine cpu               compute engine
-  -precision f64|f32        floating-point precision (f64)
+  -engine cpu|wgpu          compute engine: burn-ndarray on the CPU (default), or burn-wgpu
+                            (f32; any Vulkan/Metal/DX12 adapter, llvmpipe without a GPU)
+  -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
+  -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
   -h, -help, --help         this text
 ";

@@ -51,6 +51,19 @@ pub fn column<B: Backend>(t: &Tensor<B, 2>, j: usize) -> Tensor<B, 2> {
     t.clone().slice([0..n, j..j + 1])
 }
 
+/// `a·b` for a small inner dimension: `[R, K] × [K, N] → [R, N]` as K broadcast multiply–adds
+/// (K = 3 here: directions or coordinates times a basis). The values are those of `matmul`; on
+/// wgpu the products fuse with their neighbours, and burn's matmul autotuning, which compiles
+/// a dozen large tiled kernels per shape class (minutes on llvmpipe), is never entered.
+pub fn project<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>) -> Tensor<B, 2> {
+    let [r, k] = a.dims();
+    let n = b.dims()[1];
+    (0..k)
+        .map(|i| column(&a, i) * b.clone().slice([i..i + 1, 0..n]))
+        .reduce(|acc, t| acc + t)
+        .unwrap_or_else(|| Tensor::zeros([r, n], &a.device()))
+}
+
 /// Row-wise cross product of `[N, 3]` (or `[1, 3]`) tensors, broadcasting rows.
 pub fn cross_rows<B: Backend>(a: &Tensor<B, 2>, b: &Tensor<B, 2>) -> Tensor<B, 2> {
     let (a0, a1, a2) = (column(a, 0), column(a, 1), column(a, 2));

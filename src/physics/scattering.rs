@@ -1,12 +1,13 @@
 //! Scattering geometry: scattering angle, sinθ/λ, and fractional Miller indices
 //! (physics reference §5.6, §7).
 
+use super::project;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// cos 2θ `[R, S]` between diffracted directions `[R, 3]` and incident directions, given
 /// transposed as `[3, S]`.
 pub fn cos_two_theta<B: Backend>(directions: Tensor<B, 2>, incident_t: Tensor<B, 2>) -> Tensor<B, 2> {
-    directions.matmul(incident_t)
+    project(directions, incident_t)
 }
 
 /// sinθ/λ `[R, S]` (m⁻¹) = ½‖q‖ with q = (d − i)/λ, from cos 2θ `[R, S]` and the source
@@ -26,22 +27,8 @@ pub fn miller_indices<B: Backend>(
     coef: Tensor<B, 2>,
     offset: Tensor<B, 2>,
 ) -> [Tensor<B, 2>; 3] {
-    // one product per axis: each index comes out contiguous (slicing columns out of one
-    // [R, 3C] product costs a strided copy per axis, slower than the products themselves);
-    // the offset enters the product as a row (see `affine_rows`)
-    let c = coef.dims()[1] / 3;
-    let r = directions.dims()[0];
-    let ones = Tensor::ones([r, 1], &directions.device());
-    let augmented = Tensor::cat(vec![directions, ones], 1);
-    [0, 1, 2].map(|i| {
-        let cols = i * c..(i + 1) * c;
-        let m = Tensor::cat(
-            vec![
-                coef.clone().slice([0..3, cols.clone()]),
-                offset.clone().slice([0..1, cols]).neg(),
-            ],
-            0,
-        );
-        augmented.clone().matmul(m)
-    })
+    let hkl = project(directions, coef) - offset;
+    let [r, c3] = hkl.dims();
+    let c = c3 / 3;
+    [0, 1, 2].map(|i| hkl.clone().slice([0..r, i * c..(i + 1) * c]))
 }

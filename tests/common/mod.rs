@@ -126,3 +126,20 @@ pub fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
         })
         .collect()
 }
+
+/// Whether `engine` can start here. When it cannot, the test skips with a message, unless
+/// `NANOBRAGG_REQUIRE_WGPU=1` (CI) makes that a failure.
+pub fn engine_available(engine: nanobragg::engine::Engine) -> bool {
+    match engine.probe() {
+        Ok(device) => {
+            eprintln!("{}: {device}", engine.name());
+            true
+        }
+        Err(e) => {
+            let required = std::env::var("NANOBRAGG_REQUIRE_WGPU").is_ok_and(|v| v == "1");
+            assert!(!required, "NANOBRAGG_REQUIRE_WGPU=1 but {e}");
+            eprintln!("SKIP: {e} (set NANOBRAGG_REQUIRE_WGPU=1 to make this a failure)");
+            false
+        }
+    }
+}
