@@ -23,11 +23,12 @@ pub fn affine_rows<B: Backend>(x: Tensor<B, 2>, m: Tensor<B, 2>, row: Tensor<B, 
     Tensor::cat(vec![x, ones], 1).matmul(Tensor::cat(vec![m, row], 0))
 }
 
-/// x·s for a column `x` `[N, 1]` and a scalar tensor `s` `[1, 1]`. Under autodiff it is the
+/// x·s for a column `x` `[N, 1]` and a scalar tensor `s` `[1, 1]` (or a column `[N, 1]`,
+/// then element-wise). Under autodiff it is the
 /// product with a 1×1 matrix, whose backward is a matrix product instead of a slow row-by-row
 /// reduction (see [`affine_rows`]); otherwise a plain element-wise product.
 pub fn scale_column<B: Backend>(x: Tensor<B, 2>, s: Tensor<B, 2>) -> Tensor<B, 2> {
-    if B::ad_enabled(&x.device()) && x.dims()[1] == 1 {
+    if B::ad_enabled(&x.device()) && x.dims()[1] == 1 && s.dims() == [1, 1] {
         x.matmul(s)
     } else {
         x * s
