@@ -52,17 +52,31 @@ pub fn column<B: Backend>(t: &Tensor<B, 2>, j: usize) -> Tensor<B, 2> {
     t.clone().slice([0..n, j..j + 1])
 }
 
-/// `a·b` for a small inner dimension: `[R, K] × [K, N] → [R, N]` as K broadcast multiply–adds
-/// (K = 3 here: directions or coordinates times a basis). The values are those of `matmul`; on
-/// wgpu the products fuse with their neighbours, and burn's matmul autotuning, which compiles
-/// a dozen large tiled kernels per shape class (minutes on llvmpipe), is never entered.
+/// `a·b` for a small inner dimension: `[R, K] × [K, N] → [R, N]` (K = 3 here: directions or
+/// coordinates times a basis).
+///
+/// How it is evaluated depends on the backend, the value does not:
+/// - burn-ndarray: one `matmul`. Slicing a column out of a row-major `[R, 3]` tensor copies it
+///   through ndarray's strided iterator, which cost more than the rest of a light render.
+/// - other backends (wgpu): K broadcast multiply–adds. They fuse with their neighbours, and
+///   burn's matmul autotuning, which compiles a dozen large tiled kernels per shape class
+///   (minutes on llvmpipe), is never entered.
 pub fn project<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>) -> Tensor<B, 2> {
+    if matmul_is_cheap::<B>() {
+        return a.matmul(b);
+    }
     let [r, k] = a.dims();
     let n = b.dims()[1];
     (0..k)
         .map(|i| column(&a, i) * b.clone().slice([i..i + 1, 0..n]))
         .reduce(|acc, t| acc + t)
         .unwrap_or_else(|| Tensor::zeros([r, n], &a.device()))
+}
+
+/// Whether `B` computes small matrix products directly on the host (burn-ndarray, with or
+/// without autodiff), rather than through autotuned GPU kernels.
+pub fn matmul_is_cheap<B: Backend>() -> bool {
+    std::any::type_name::<B>().contains("burn_ndarray")
 }
 
 /// Row-wise cross product of `[N, 3]` (or `[1, 3]`) tensors, broadcasting rows.

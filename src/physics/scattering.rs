@@ -27,8 +27,11 @@ pub fn miller_indices<B: Backend>(
     coef: Tensor<B, 2>,
     offset: Tensor<B, 2>,
 ) -> [Tensor<B, 2>; 3] {
-    let hkl = project(directions, coef) - offset;
-    let [r, c3] = hkl.dims();
-    let c = c3 / 3;
-    [0, 1, 2].map(|i| hkl.clone().slice([0..r, i * c..(i + 1) * c]))
+    // one product per axis: each index comes out contiguous (slicing columns out of one
+    // [R, 3C] product is a strided copy per axis on the CPU, slower than the products)
+    let c = coef.dims()[1] / 3;
+    [0, 1, 2].map(|i| {
+        let cols = i * c..(i + 1) * c;
+        project(directions.clone(), coef.clone().slice([0..3, cols.clone()])) - offset.clone().slice([0..1, cols])
+    })
 }
