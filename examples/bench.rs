@@ -62,7 +62,7 @@ struct Job {
 
 fn run<B: Backend>(job: &Job, device: &B::Device, dtype: DType) -> Result<Value, String> {
     burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64).map_err(|e| format!("{e:?}"))?;
-    nanobragg::engine::tune_allocator();
+    nanobragg::engine::tune_process();
     let opts = RenderOptions {
         threads: job.threads,
         ..RenderOptions::default()

@@ -2,16 +2,28 @@
 //!
 //! Reverse mode gives one scalar's gradient per pass, so the primitive is the
 //! vector–Jacobian product Σ_p w_p·∂I_p/∂θ: with w = ∂L/∂I it is the gradient of any loss L of
-//! the image (chain rule), with w = 1 the gradient of the total. Chunks are differentiated one
-//! at a time (forward, backward, accumulate), so memory stays bounded by the chunk size.
+//! the image (chain rule), with w = 1 the gradient of the total.
+//!
+//! The pass is split at the scene: the parameters θ enter the pixel stages only through the
+//! scene z(θ) (detector frame, orientation coefficients, N, K, F grid… a few dozen numbers,
+//! see [`SceneTensors::variables`]). So
+//!
+//! 1. z(θ) is built once, as a graph over the parameters;
+//! 2. each chunk of pixels is differentiated with respect to fresh leaves holding z's values
+//!    (forward, backward, accumulate g_z += Σ_p w_p·∂I_p/∂z), on worker threads, with memory
+//!    bounded by the chunk;
+//! 3. one backward pass of Σ_z g_z·z(θ) over the small scene graph gives Σ_p w_p·∂I_p/∂θ.
+//!
+//! The scene graph is built and differentiated once per call instead of once per chunk.
 
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::scene::{tensor2, to_host, Scene};
 use crate::setup::Experiment;
-use crate::simulate::{chunk_intensity, chunking, Image, RenderOptions};
+use crate::simulate::{chunk_intensity, gradient_chunking, Image, RenderOptions};
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{Tensor, TensorData};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Gradient of one parameter tensor (its [`crate::params::PARAMETERS`] name and components).
@@ -21,8 +33,19 @@ pub struct ParamGradient {
     pub values: Vec<f64>,
 }
 
-/// One worker's share: (chunk index, pixel values) per chunk, Σω, gradient per parameter.
-type WorkerOut = (Vec<(usize, Vec<f64>)>, f64, Vec<Vec<f64>>);
+/// The weights of a chunk: given its pixel indices (fast-major over the detector) and their
+/// intensities, a loss contribution and ∂L/∂I per pixel.
+pub type ChunkWeights<'a> = dyn Fn(&[u32], &[f64]) -> (f64, Vec<f64>) + Sync + 'a;
+
+/// The result of [`weighted_vjp`].
+#[derive(Debug, Clone)]
+pub struct Vjp {
+    pub image: Image,
+    /// Σ of the chunks' loss contributions.
+    pub loss: f64,
+    /// Σ_p w_p·∂I_p/∂θ for every parameter tensor that has one.
+    pub gradients: Vec<ParamGradient>,
+}
 
 /// The image at `params`, and Σ_p w_p·∂I_p/∂θ for every parameter θ (`weights` fast-major
 /// over the whole detector; `None` = all ones).
@@ -34,50 +57,54 @@ pub fn image_vjp<B: AutodiffBackend>(
     opts: &RenderOptions,
     device: &B::Device,
 ) -> Result<(Image, Vec<ParamGradient>)> {
-    let det = &exp.detector;
+    let pixels = exp.detector.pixels();
     if let Some(w) = weights {
-        if w.len() != det.pixels() {
-            return Err(Error::Config(format!(
-                "{} weights for {} pixels",
-                w.len(),
-                det.pixels()
-            )));
+        if w.len() != pixels {
+            return Err(Error::Config(format!("{} weights for {pixels} pixels", w.len())));
         }
     }
-    crate::engine::tune_allocator();
+    let weigh = |chunk: &[u32], _: &[f64]| {
+        let w = chunk.iter().map(|&i| weights.map_or(1.0, |w| w[i as usize] as f64));
+        (0.0, w.collect())
+    };
+    let vjp = weighted_vjp(cfg, exp, params, &weigh, opts, device)?;
+    Ok((vjp.image, vjp.gradients))
+}
+
+/// The image at `params`, Σ of the loss contributions `weigh` returns per chunk, and
+/// Σ_p w_p·∂I_p/∂θ with the weights it returns (see the module documentation).
+pub fn weighted_vjp<B: AutodiffBackend>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    params: &Params<B>,
+    weigh: &ChunkWeights<'_>,
+    opts: &RenderOptions,
+    device: &B::Device,
+) -> Result<Vjp> {
+    crate::engine::tune_process();
     let scene = Scene::new(exp);
     let active = exp.active_pixels();
-    let (per_chunk, block) = chunking(exp, &scene, active.len(), opts);
+    let (per_chunk, block) = gradient_chunking(exp, &scene, active.len(), opts);
     let chunks: Vec<&[u32]> = active.chunks(per_chunk).collect();
-    let names: Vec<&'static str> = params
-        .tensors()
-        .into_iter()
-        .filter_map(|(name, t)| t.map(|_| name))
-        .collect();
+
+    // 1. the scene as a graph over the parameters, and its values as untracked tensors
+    let scene_graph = params.scene(cfg, exp, device);
+    let z = scene_graph.variables();
+    let values = z.iter().map(|t| t.clone().detach()).collect::<Vec<_>>();
+    let base = scene_graph.with_variables(values.clone());
+
+    // 2. chunks on worker threads, each differentiated with respect to leaves of its own
     let next = AtomicUsize::new(0);
     let threads = opts.threads.clamp(1, chunks.len().max(1));
-    // Worker threads take chunks in turn, as the forward render does. Each differentiates with
-    // respect to leaves of its own (detached copies of the parameters that require a
-    // gradient): threads sharing leaves would have their graphs merged by burn's autodiff
-    // under one lock. The gradients of the copies are those of the originals.
-    let worker = || -> Result<WorkerOut> {
-        let own = params.clone().map(|t| {
-            if t.is_require_grad() {
-                t.detach().require_grad()
-            } else {
-                t
-            }
-        });
-        let leaves: Vec<_> = own.tensors().into_iter().filter_map(|(_, t)| t).collect();
-        let mut grads: Vec<Vec<f64>> = leaves.iter().map(|t| vec![0.0; t.dims()[0]]).collect();
-        let mut values = Vec::new();
-        let mut omega_sum = 0.0;
-        let constants = crate::scene::SceneTensors::<B>::constants(exp, device);
+    let worker = || -> Result<Partial> {
+        let mut part = Partial::new(&values);
         loop {
-            let j = next.fetch_add(1, Ordering::SeqCst);
+            let j = next.fetch_add(1, Ordering::Relaxed);
             let Some(pixels) = chunks.get(j) else { break };
-            // the graph is rebuilt per chunk (backward consumes it); the constants are uploaded once
-            let st = own.scene_with(cfg, exp, &constants, device);
+            // detach() gives each leaf a node of its own: leaves sharing a node id would merge the
+            // threads' graphs in burn's autodiff (and deadlock its locks)
+            let leaves: Vec<Tensor<B, 1>> = values.iter().map(|t| t.clone().detach().require_grad()).collect();
+            let st = base.clone().with_variables(leaves.clone());
             let out = chunk_intensity(
                 exp,
                 &scene,
@@ -87,61 +114,101 @@ pub fn image_vjp<B: AutodiffBackend>(
                 block,
                 device,
             );
-            omega_sum += out.omega_sum;
-            let w: Vec<f64> = pixels
-                .iter()
-                .map(|&i| weights.map_or(1.0, |w| w[i as usize] as f64))
-                .collect();
-            let loss = (out.intensity.clone() * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
-            values.push((j, to_host(out.intensity)?));
-            let g = loss.backward();
-            for (acc, t) in grads.iter_mut().zip(&leaves) {
-                if let Some(gt) = t.grad(&g) {
-                    for (a, x) in acc.iter_mut().zip(to_host(gt)?) {
-                        *a += x;
-                    }
+            let intensity = to_host(out.intensity.clone())?;
+            let (loss, w) = weigh(pixels, &intensity);
+            let weighted = (out.intensity * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
+            let grads = weighted.backward();
+            for (acc, leaf) in part.scene_grad.iter_mut().zip(&leaves) {
+                if let Some(g) = leaf.grad(&grads) {
+                    acc.iter_mut().zip(to_host(g)?).for_each(|(a, x)| *a += x);
                 }
             }
+            part.loss += loss;
+            part.omega_sum += out.omega_sum;
+            part.values.push((j, intensity));
         }
-        Ok((values, omega_sum, grads))
+        Ok(part)
     };
-    let results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(worker)).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("no worker panicked"))
-            .collect()
-    });
-    let mut data = vec![0.0f32; det.pixels()];
-    let mut omega_sum = 0.0;
-    let mut grads: Vec<ParamGradient> = names
-        .iter()
-        .zip(params.tensors().into_iter().filter_map(|(_, t)| t))
-        .map(|(&name, t)| ParamGradient {
-            name,
-            values: vec![0.0; t.dims()[0]],
-        })
-        .collect();
-    for result in results {
-        let (values, w, g) = result?;
-        for (j, v) in values {
-            for (&i, x) in chunks[j].iter().zip(v) {
-                data[i as usize] = x as f32;
-            }
-        }
-        omega_sum += w;
-        for (acc, gv) in grads.iter_mut().zip(g) {
-            for (a, x) in acc.values.iter_mut().zip(gv) {
-                *a += x;
-            }
-        }
-    }
-    let image = Image {
+    let parts = crate::workers::run(threads, worker)?;
+
+    let det = &exp.detector;
+    let mut image = Image {
         fpixels: det.fpixels,
         spixels: det.spixels,
-        data,
-        omega_sum,
+        data: vec![0.0f32; det.pixels()],
+        omega_sum: 0.0,
         interpolation_fell_back: false,
     };
-    Ok((image, grads))
+    let mut total = Partial::new(&values);
+    for part in parts {
+        let part = part?;
+        for (j, v) in part.values {
+            for (&i, x) in chunks[j].iter().zip(v) {
+                image.data[i as usize] = x as f32;
+            }
+        }
+        image.omega_sum += part.omega_sum;
+        total.loss += part.loss;
+        for (acc, g) in total.scene_grad.iter_mut().zip(part.scene_grad) {
+            acc.iter_mut().zip(g).for_each(|(a, x)| *a += x);
+        }
+    }
+
+    // 3. Σ_z g_z·z(θ) differentiated over the scene graph
+    let gradients = scene_to_params(params, z, total.scene_grad, device)?;
+    Ok(Vjp {
+        image,
+        loss: total.loss,
+        gradients,
+    })
+}
+
+/// One worker's share: (chunk index, pixel values) per chunk, Σω, Σ loss, and ∂/∂z.
+struct Partial {
+    values: Vec<(usize, Vec<f64>)>,
+    omega_sum: f64,
+    loss: f64,
+    scene_grad: Vec<Vec<f64>>,
+}
+
+impl Partial {
+    fn new<B: AutodiffBackend>(z: &[Tensor<B, 1>]) -> Self {
+        Self {
+            values: Vec::new(),
+            omega_sum: 0.0,
+            loss: 0.0,
+            scene_grad: z.iter().map(|t| vec![0.0; t.dims()[0]]).collect(),
+        }
+    }
+}
+
+/// Σ_z g_z·∂z/∂θ for every parameter tensor θ that requires a gradient: one backward pass of
+/// Σ_z g_z·z(θ) over the scene graph `z`.
+fn scene_to_params<B: AutodiffBackend>(
+    params: &Params<B>,
+    z: Vec<Tensor<B, 1>>,
+    g: Vec<Vec<f64>>,
+    device: &B::Device,
+) -> Result<Vec<ParamGradient>> {
+    let total = z
+        .into_iter()
+        .zip(g)
+        .map(|(t, g)| {
+            let n = g.len();
+            (t * Tensor::from_data(TensorData::new(g, [n]), device)).sum()
+        })
+        .reduce(|a, b| a + b);
+    let grads = total.map(|t| t.backward());
+    params
+        .tensors()
+        .into_iter()
+        .filter_map(|(name, t)| t.map(|t| (name, t)))
+        .map(|(name, t)| {
+            let values = match grads.as_ref().and_then(|g| t.grad(g)) {
+                Some(g) => to_host(g)?,
+                None => vec![0.0; t.dims()[0]],
+            };
+            Ok(ParamGradient { name, values })
+        })
+        .collect()
 }

@@ -26,6 +26,7 @@ pub mod scene;
 pub mod setup;
 pub mod simulate;
 pub mod trace;
+pub mod workers;
 
 pub use config::SimConfig;
 pub use error::{Error, Result};

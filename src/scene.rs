@@ -112,13 +112,17 @@ pub fn tensor2<B: Backend>(data: Vec<f64>, shape: [usize; 2], device: &B::Device
 
 /// A tensor's values on the host, as f64.
 pub fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> crate::error::Result<Vec<f64>> {
-    t.into_data()
-        .convert::<f64>()
-        .to_vec::<f64>()
-        .map_err(|e| crate::error::Error::Engine {
-            engine: "tensor readback".into(),
-            message: format!("{e:?}"),
-        })
+    let data = t.into_data();
+    // f64 data is read as it is; other dtypes are converted element by element
+    let data = if data.dtype == burn::tensor::DType::F64 {
+        data
+    } else {
+        data.convert::<f64>()
+    };
+    data.to_vec::<f64>().map_err(|e| crate::error::Error::Engine {
+        engine: "tensor readback".into(),
+        message: format!("{e:?}"),
+    })
 }
 
 /// The scene's tensors on a device.
@@ -192,6 +196,80 @@ impl<B: Backend> SceneTensors<B> {
     pub fn block(&self, lo: usize, hi: usize) -> (Tensor<B, 2>, Tensor<B, 2>) {
         (block_columns(&self.coef, lo, hi), block_columns(&self.offset, lo, hi))
     }
+}
+
+impl<B: Backend> SceneTensors<B> {
+    /// The fields a differentiable scene computes from the parameters, flattened, in a fixed
+    /// order (every other field is a constant of the experiment). With
+    /// [`SceneTensors::with_variables`] the chunk stages can be differentiated with respect to
+    /// these few numbers instead of the parameters, and the parameters' gradient follows by one
+    /// pass over the small scene graph (see [`crate::gradient`]).
+    pub fn variables(&self) -> Vec<Tensor<B, 1>> {
+        let mut out = Vec::new();
+        self.clone().visit_variables(|v| {
+            out.push(match v {
+                Variable::Matrix(t) => {
+                    let n: usize = t.dims().iter().product();
+                    t.clone().reshape([n])
+                }
+                Variable::Vector(t) => t.clone(),
+            })
+        });
+        out
+    }
+
+    /// The scene with its [`SceneTensors::variables`] replaced (same order and sizes).
+    pub fn with_variables(mut self, vars: Vec<Tensor<B, 1>>) -> Self {
+        let mut it = vars.into_iter();
+        self.visit_variables(|v| {
+            let t = it.next().expect("one tensor per scene variable");
+            match v {
+                Variable::Matrix(m) => *m = t.reshape(m.dims()),
+                Variable::Vector(x) => *x = t,
+            }
+        });
+        self
+    }
+
+    fn visit_variables(&mut self, mut f: impl FnMut(Variable<'_, B>)) {
+        for t in [
+            &mut self.coef,
+            &mut self.offset,
+            &mut self.inv_lambda,
+            &mut self.basis,
+            &mut self.pix0,
+            &mut self.fdet,
+            &mut self.sdet,
+            &mut self.odet_col,
+            &mut self.close_distance,
+            &mut self.distance,
+            &mut self.fluence,
+        ] {
+            f(Variable::Matrix(t));
+        }
+        if let Some(l) = &mut self.lattice {
+            f(Variable::Matrix(&mut l.n));
+            f(Variable::Matrix(&mut l.recip));
+        }
+        for t in [&mut self.kahn, &mut self.default_f, &mut self.i_bg]
+            .into_iter()
+            .flatten()
+        {
+            f(Variable::Matrix(t));
+        }
+        if let Some(h) = &mut self.hkl {
+            f(Variable::Vector(&mut h.values));
+            if let Some(t) = &mut h.default_f_tensor {
+                f(Variable::Matrix(t));
+            }
+        }
+    }
+}
+
+/// A scene variable, as [`SceneTensors::visit_variables`] hands it out.
+enum Variable<'a, B: Backend> {
+    Matrix(&'a mut Tensor<B, 2>),
+    Vector(&'a mut Tensor<B, 1>),
 }
 
 /// The columns of orientations `lo..hi` of a `[rows, 3C]` tensor laid out as three blocks of

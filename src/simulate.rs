@@ -30,6 +30,9 @@ use std::sync::{Arc, Mutex};
 const BYTES_PER_ELEMENT: usize = 8 * 24;
 /// Elements per `[samples, orientations]` intermediate aimed for (cache-sized).
 const CACHE_ELEMENTS: usize = 1 << 15;
+/// Chunk cap of forward+backward passes (see [`gradient_chunking`]; measured in
+/// docs/gradients.md).
+const GRADIENT_ELEMENTS: usize = 1 << 16;
 /// Default memory budget for intermediates (bytes).
 pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
 
@@ -102,11 +105,29 @@ struct Plan {
 
 /// Pixels per chunk and orientations per block for `active` rendered pixels.
 pub(crate) fn chunking(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) -> (usize, usize) {
-    let p = plan(exp, scene, active, opts);
+    let p = plan(exp, scene, active, opts, 8);
     (p.pixels_per_chunk, p.block)
 }
 
-fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) -> Plan {
+/// [`chunking`] for forward+backward passes: the autodiff tape keeps every intermediate of a
+/// chunk alive, so cache residency is lost anyway, and larger chunks spread the graph's
+/// per-operation cost over more pixels (measured in docs/gradients.md).
+pub(crate) fn gradient_chunking(
+    exp: &Experiment,
+    scene: &Scene,
+    active: usize,
+    opts: &RenderOptions,
+) -> (usize, usize) {
+    let opts = RenderOptions {
+        max_chunk_elements: Some(opts.max_chunk_elements.unwrap_or(GRADIENT_ELEMENTS)),
+        ..opts.clone()
+    };
+    let p = plan(exp, scene, active, &opts, 4);
+    (p.pixels_per_chunk, p.block)
+}
+
+/// Chunk plan, with at least `per_thread` chunks per worker thread when the image allows.
+fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions, per_thread: usize) -> Plan {
     let rpp = exp.sensor.layers * exp.oversample * exp.oversample;
     let c = scene.orientations;
     let per_worker = (opts.memory_budget / opts.threads.max(1)).max(1 << 20);
@@ -120,7 +141,7 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) ->
     let width = block.max(scene.sources).max(4);
     let by_memory = (elements / (rpp * width)).max(1);
     // enough chunks to balance the workers and report progress
-    let balance = active.div_ceil(8 * opts.threads.max(1)).max(64);
+    let balance = active.div_ceil(per_thread * opts.threads.max(1)).max(64);
     Plan {
         pixels_per_chunk: by_memory.min(balance).max(1),
         block,
@@ -145,7 +166,7 @@ pub fn render_scene<B: Backend>(
     make: &(dyn Fn() -> SceneTensors<B> + Sync),
 ) -> Result<Image> {
     let active = exp.active_pixels();
-    let plan = plan(exp, scene, active.len(), opts);
+    let plan = plan(exp, scene, active.len(), opts, 8);
     let chunks: Vec<&[u32]> = active.chunks(plan.pixels_per_chunk).collect();
     let interpolate = exp.structure_factors.interpolate;
     let d = &exp.detector;
@@ -165,36 +186,32 @@ pub fn render_scene<B: Backend>(
         status.lock().expect("no worker panicked")[j] = Some((out.tricubic, out.omega_sum));
     };
 
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let st = make();
-                loop {
-                    let j = next.fetch_add(1, Ordering::SeqCst);
-                    if j >= chunks.len() || failure.lock().expect("no worker panicked").is_some() {
-                        break;
+    crate::workers::run(threads, || {
+        let st = make();
+        loop {
+            let j = next.fetch_add(1, Ordering::SeqCst);
+            if j >= chunks.len() || failure.lock().expect("no worker panicked").is_some() {
+                break;
+            }
+            let tri = interpolate && j < oor_chunk.load(Ordering::SeqCst);
+            match render_chunk(exp, scene, &st, chunks[j], tri, plan.block, device) {
+                Ok(out) => {
+                    if out.out_of_range {
+                        oor_chunk.fetch_min(j, Ordering::SeqCst);
                     }
-                    let tri = interpolate && j < oor_chunk.load(Ordering::SeqCst);
-                    match render_chunk(exp, scene, &st, chunks[j], tri, plan.block, device) {
-                        Ok(out) => {
-                            if out.out_of_range {
-                                oor_chunk.fetch_min(j, Ordering::SeqCst);
-                            }
-                            store(j, out);
-                        }
-                        Err(e) => {
-                            *failure.lock().expect("no worker panicked") = Some(e);
-                            break;
-                        }
-                    }
-                    let n = done.fetch_add(chunks[j].len(), Ordering::SeqCst) + chunks[j].len();
-                    if let Some(p) = &opts.progress {
-                        p(n, active.len());
-                    }
+                    store(j, out);
                 }
-            });
+                Err(e) => {
+                    *failure.lock().expect("no worker panicked") = Some(e);
+                    break;
+                }
+            }
+            let n = done.fetch_add(chunks[j].len(), Ordering::SeqCst) + chunks[j].len();
+            if let Some(p) = &opts.progress {
+                p(n, active.len());
+            }
         }
-    });
+    })?;
     if let Some(e) = failure.into_inner().expect("no worker panicked") {
         return Err(e);
     }
@@ -459,11 +476,6 @@ pub fn chunk_intensity_probed<B: Backend>(
     let mut bragg: Option<Tensor<B, 2>> = None; // Σ over orientations, [R, 1]
     let mut weighted: Option<(Tensor<B, 2>, Tensor<B, 2>)> = None; // flag path: (terms, factors) [R, C]
     let mut out_of_range = false;
-    // per-row copies of the parameter rows under autodiff (fast backward, see rows_for_autodiff)
-    let lattice_rows = st.lattice.as_ref().map(|t| LatticeTensors {
-        n: rows_for_autodiff(t.n.clone(), r),
-        recip: rows_for_autodiff(t.recip.clone(), r),
-    });
     let mut lo = 0;
     while lo < c {
         let hi = (lo + block).min(c);
@@ -476,7 +488,7 @@ pub fn chunk_intensity_probed<B: Backend>(
             let nb = hi - lo;
             hkl = [0, 1, 2].map(|v| hkl[v].clone() + d.clone().slice([0..r, v * nb..(v + 1) * nb]));
         }
-        let f_latt = lattice_factor(&hkl, &scene.lattice, lattice_rows.as_ref());
+        let f_latt = lattice_factor(&hkl, &scene.lattice, st.lattice.as_ref());
         // which terms C evaluates: survived dmin and (F_latt ≠ 0 or water)
         let mut valid: Option<Tensor<B, 2>> = keep.as_ref().map(|k| per_orientation(k, scene, lo, hi, device));
         if !water && (flags || tri) {

@@ -1,7 +1,7 @@
 //! Detector stages: sub-pixel positions, diffracted directions, air path, solid angle and
 //! sensor absorption (physics reference §4.6, §12).
 
-use super::{column, project, rotate_about, scale_column};
+use super::{column, project, project_minus, rotate_about, scale_column};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// Lab positions `[R, 3]` (m) of sub-pixel samples: P = Fdet·f + Sdet·s + Odet·o + pix0.
@@ -9,7 +9,7 @@ use burn::tensor::{backend::Backend, Tensor};
 /// `coords` `[R, 3]` holds (Fdet, Sdet, Odet) (m); `basis` `[3, 3]` has rows f, s, o;
 /// `pix0` `[1, 3]` (m).
 pub fn pixel_positions<B: Backend>(coords: Tensor<B, 2>, basis: Tensor<B, 2>, pix0: Tensor<B, 2>) -> Tensor<B, 2> {
-    project(coords, basis) + pix0
+    project_minus(coords, basis, pix0.neg())
 }
 
 /// Positions on a spherical detector (`-curved_det`), as C builds them: the point

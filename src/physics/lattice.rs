@@ -1,5 +1,6 @@
 //! Lattice factor F_latt: the crystal's shape transform (physics reference §5.6).
 
+use super::rows_for_autodiff;
 use crate::config::{CrystalShape, Vec3};
 use burn::tensor::{backend::Backend, Tensor};
 use std::f64::consts::PI;
@@ -143,9 +144,20 @@ fn lattice_factor_host<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape) ->
 }
 
 /// The lattice factor with N `[·, 3]` and the reciprocal vectors `[·, 9]` as tensors.
+///
+/// Their columns are taken once; a single row is then repeated to the R rows of h, k, l by
+/// [`rows_for_autodiff`] (a slice of the `[1, ·]` row costs nothing, of an `[R, ·]` one a
+/// strided copy per column).
 fn lattice_factor_tensor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape, t: &LatticeTensors<B>) -> Tensor<B, 2> {
-    let rows = t.n.dims()[0];
-    let n = |a: usize| t.n.clone().slice([0..rows, a..a + 1]);
+    let r = hkl[0].dims()[0];
+    let columns = |m: &Tensor<B, 2>, k: usize| -> Vec<Tensor<B, 2>> {
+        let rows = m.dims()[0];
+        (0..k)
+            .map(|j| rows_for_autodiff(m.clone().slice([0..rows, j..j + 1]), r))
+            .collect()
+    };
+    let n_cols = columns(&t.n, 3);
+    let n = |a: usize| n_cols[a].clone();
     let volume = n(0) * n(1) * n(2);
     match p.shape {
         CrystalShape::Square => {
@@ -160,8 +172,8 @@ fn lattice_factor_tensor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape, 
         }
         CrystalShape::Gauss | CrystalShape::Tophat => {
             let d: Vec<Tensor<B, 2>> = hkl.iter().map(|x| fractional(x.clone())).collect();
-            let rrows = t.recip.dims()[0];
-            let r = |v: usize, axis: usize| t.recip.clone().slice([0..rrows, 3 * v + axis..3 * v + axis + 1]);
+            let recip = columns(&t.recip, 9);
+            let r = |v: usize, axis: usize| recip[3 * v + axis].clone();
             let mut r2 = hkl[0].zeros_like();
             for axis in 0..3 {
                 let comp = d[0].clone() * r(0, axis) + d[1].clone() * r(1, axis) + d[2].clone() * r(2, axis);

@@ -12,37 +12,35 @@ pub mod structure_factor;
 
 use burn::tensor::{backend::Backend, Tensor};
 
-/// x·m + row for `x` `[N, K]`, `m` `[K, M]` and `row` `[1, M]`, as one product [x 1]·[m; row].
-///
-/// Same value as the broadcast sum, but under autodiff the gradient of `row` comes from a
-/// matrix product: burn-ndarray reduces a broadcast gradient over rows one row at a time, which
-/// made the backward pass ten times slower than the forward one.
-pub fn affine_rows<B: Backend>(x: Tensor<B, 2>, m: Tensor<B, 2>, row: Tensor<B, 2>) -> Tensor<B, 2> {
-    let n = x.dims()[0];
-    let ones = Tensor::ones([n, 1], &x.device());
-    Tensor::cat(vec![x, ones], 1).matmul(Tensor::cat(vec![m, row], 0))
-}
-
 /// x·s for a column `x` `[N, 1]` and a scalar tensor `s` `[1, 1]` (or a column `[N, 1]`,
-/// then element-wise). Under autodiff it is the
-/// product with a 1×1 matrix, whose backward is a matrix product instead of a slow row-by-row
-/// reduction (see [`affine_rows`]); otherwise a plain element-wise product.
+/// then element-wise).
+///
+/// Under autodiff the product is taken on the flattened column, `[N]` times `[1]`: burn
+/// reduces a broadcast gradient with `sum_dim`, which burn-ndarray runs as a fast lane sum on a
+/// 1-D array but row by row (one small array operation per row) along axis 0 of a 2-D one.
 pub fn scale_column<B: Backend>(x: Tensor<B, 2>, s: Tensor<B, 2>) -> Tensor<B, 2> {
-    if B::ad_enabled(&x.device()) && x.dims()[1] == 1 && s.dims() == [1, 1] {
-        x.matmul(s)
+    let [n, m] = x.dims();
+    if B::ad_enabled(&x.device()) && m == 1 && s.dims() == [1, 1] && n > 1 {
+        (x.reshape([n]) * s.reshape([1])).reshape([n, 1])
     } else {
         x * s
     }
 }
 
-/// `t` `[1, M]` repeated to `n` rows under autodiff, as the product ones·t whose backward is a
-/// matrix product (see [`affine_rows`]); unchanged otherwise (it broadcasts). Tensors with
-/// more than one row are returned as they are.
+/// `t` `[1, M]` repeated to `n` rows under autodiff, so that the operation it enters has no
+/// row broadcast, whose gradient burn-ndarray would reduce row by row (see [`scale_column`]);
+/// `t` unchanged otherwise (it broadcasts). A single value is expanded as a 1-D tensor (its
+/// gradient is then a lane sum); a row of M > 1 values as the product ones·t (its gradient a
+/// matrix product). Tensors with more than one row are returned as they are.
 pub fn rows_for_autodiff<B: Backend>(t: Tensor<B, 2>, n: usize) -> Tensor<B, 2> {
-    if B::ad_enabled(&t.device()) && t.dims()[0] == 1 && n > 1 {
-        Tensor::ones([n, 1], &t.device()).matmul(t)
+    let [rows, m] = t.dims();
+    if !B::ad_enabled(&t.device()) || rows != 1 || n <= 1 {
+        return t;
+    }
+    if m == 1 {
+        t.reshape([1]).expand([n]).reshape([n, 1])
     } else {
-        t
+        Tensor::ones([n, 1], &t.device()).matmul(t)
     }
 }
 
@@ -71,6 +69,17 @@ pub fn project<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>) -> Tensor<B, 2> {
         .map(|i| column(&a, i) * b.clone().slice([i..i + 1, 0..n]))
         .reduce(|acc, t| acc + t)
         .unwrap_or_else(|| Tensor::zeros([r, n], &a.device()))
+}
+
+/// `a·b − row` for `a` `[R, K]`, `b` `[K, N]` and `row` `[1, N]` (see [`project`]).
+///
+/// Under autodiff the row is repeated by [`rows_for_autodiff`], so its gradient is a matrix
+/// product rather than burn-ndarray's row-by-row reduction of a broadcast. A difference, not a
+/// sum: burn-ndarray subtracts a broadcast row in place, but adds it into a fresh array through
+/// ndarray's element-wise broadcasting iterator (three times slower at C = 1).
+pub fn project_minus<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>, row: Tensor<B, 2>) -> Tensor<B, 2> {
+    let r = a.dims()[0];
+    project(a, b) - rows_for_autodiff(row, r)
 }
 
 /// Whether `B` computes small matrix products directly on the host (burn-ndarray, with or

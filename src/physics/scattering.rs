@@ -1,7 +1,7 @@
 //! Scattering geometry: scattering angle, sinθ/λ, and fractional Miller indices
 //! (physics reference §5.6, §7).
 
-use super::project;
+use super::{project, project_minus};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// cos 2θ `[R, S]` between diffracted directions `[R, 3]` and incident directions, given
@@ -32,6 +32,10 @@ pub fn miller_indices<B: Backend>(
     let c = coef.dims()[1] / 3;
     [0, 1, 2].map(|i| {
         let cols = i * c..(i + 1) * c;
-        project(directions.clone(), coef.clone().slice([0..3, cols.clone()])) - offset.clone().slice([0..1, cols])
+        project_minus(
+            directions.clone(),
+            coef.clone().slice([0..3, cols.clone()]),
+            offset.clone().slice([0..1, cols]),
+        )
     })
 }

@@ -5,14 +5,12 @@ use super::loss::Loss;
 use super::selection::Selection;
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
+use crate::gradient::weighted_vjp;
 use crate::params::Params;
-use crate::scene::{tensor2, to_host, Scene, SceneTensors};
+use crate::scene::{Scene, SceneTensors};
 use crate::setup::Experiment;
-use crate::simulate::{chunk_intensity, chunking, render_scene, Image, RenderOptions};
+use crate::simulate::{render_scene, Image, RenderOptions};
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::Tensor;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// A scalar function of `x` with its gradient.
 ///
@@ -107,104 +105,28 @@ impl<B: AutodiffBackend> ImageObjective<'_, B> {
                 exp.detector.pixels()
             )));
         }
-        let params = self.params(x)?;
-        let host: Vec<(&'static str, Option<Vec<f64>>)> = params
-            .tensors()
-            .into_iter()
-            .map(|(n, t)| Ok((n, t.map(to_host).transpose()?)))
-            .collect::<Result<_>>()?;
-        let scene = Scene::new(exp);
-        let active = exp.active_pixels();
-        let (per_chunk, block) = chunking(exp, &scene, active.len(), &self.options);
-        let chunks: Vec<&[u32]> = active.chunks(per_chunk).collect();
-        let threads = self.options.threads.clamp(1, chunks.len().max(1));
-        let next = AtomicUsize::new(0);
-        type Acc = (f64, Vec<Vec<f64>>);
-        let total: Mutex<Acc> = Mutex::new((
-            0.0,
-            host.iter()
-                .map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())])
-                .collect(),
-        ));
-        let failure: Mutex<Option<Error>> = Mutex::new(None);
+        let params = self.params(x)?.map(|t| t.detach().require_grad());
         let (loss, observed, mask) = (self.loss, self.observed, self.mask);
-        let worker = || -> Result<()> {
-            // fresh leaves per worker; the constant tensors uploaded once per worker
-            let leaves = params.clone().map(|t| {
-                let n = t.dims()[0];
-                let v = to_host(t).unwrap_or_else(|_| vec![0.0; n]);
-                Tensor::from_data(burn::tensor::TensorData::new(v, [n]), device).require_grad()
-            });
-            let constants = SceneTensors::<B>::constants(exp, device);
-            let mut acc: Acc = (
-                0.0,
-                host.iter()
-                    .map(|(_, v)| vec![0.0; v.as_ref().map_or(0, |v| v.len())])
-                    .collect(),
-            );
-            loop {
-                let j = next.fetch_add(1, Ordering::Relaxed);
-                let Some(pixels) = chunks.get(j) else { break };
-                let st = leaves.scene_with(cfg, exp, &constants, device);
-                let out = chunk_intensity(
-                    exp,
-                    &scene,
-                    &st,
-                    pixels,
-                    exp.structure_factors.interpolate,
-                    block,
-                    device,
-                );
-                let values = to_host(out.intensity.clone())?;
-                let mut w = Vec::with_capacity(pixels.len());
-                for (&p, &i) in pixels.iter().zip(&values) {
+        let weigh = |pixels: &[u32], values: &[f64]| {
+            let mut total = 0.0;
+            let weights = pixels
+                .iter()
+                .zip(values)
+                .map(|(&p, &i)| {
                     let p = p as usize;
                     if mask.is_some_and(|m| !m[p]) {
-                        w.push(0.0);
-                        continue;
+                        return 0.0;
                     }
                     let (v, g) = loss.term(i, observed[p] as f64);
-                    acc.0 += v;
-                    w.push(g);
-                }
-                let weighted = (out.intensity * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
-                let grads = weighted.backward();
-                for (a, (_, t)) in acc.1.iter_mut().zip(leaves.tensors()) {
-                    if let Some(g) = t.and_then(|t| t.grad(&grads)) {
-                        for (ai, gi) in a.iter_mut().zip(to_host(g)?) {
-                            *ai += gi;
-                        }
-                    }
-                }
-            }
-            let mut tot = total.lock().expect("no worker panicked");
-            tot.0 += acc.0;
-            for (t, a) in tot.1.iter_mut().zip(acc.1) {
-                t.iter_mut().zip(a).for_each(|(ti, ai)| *ti += ai);
-            }
-            Ok(())
+                    total += v;
+                    g
+                })
+                .collect();
+            (total, weights)
         };
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    if let Err(e) = worker() {
-                        failure.lock().expect("no worker panicked").get_or_insert(e);
-                    }
-                });
-            }
-        });
-        if let Some(e) = failure.into_inner().expect("no worker panicked") {
-            return Err(e);
-        }
+        let vjp = weighted_vjp(cfg, exp, &params, &weigh, &self.options, device)?;
         self.gradient_passes += 1;
-        let (value, sums) = total.into_inner().expect("no worker panicked");
-        let grads = host
-            .iter()
-            .zip(sums)
-            .filter(|((_, v), _)| v.is_some())
-            .map(|((name, _), values)| crate::gradient::ParamGradient { name, values })
-            .collect();
-        Ok((value, grads))
+        Ok((vjp.loss, vjp.gradients))
     }
 }
 
