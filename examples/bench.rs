@@ -7,7 +7,8 @@
 //!     --sizes 512,1024 --engines cpu,cpu-f32 --configs light,heavy --reps 3 --out target/bench
 //! ```
 //!
-//! Options: `--sizes` (detector edge, pixels; default 512,1024), `--engines` (default cpu),
+//! Options: `--sizes` (detector edge, pixels; default 512,1024), `--engines` (cpu, cpu-f32,
+//! wgpu, wgpu-nofusion; default cpu),
 //! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd; default both),
 //! `--grad-sizes` (largest size with fwdbwd; default 512), `--reps` (renders per case, the
 //! first is the cold one; default 3), `--threads` (worker threads, and OMP_NUM_THREADS of C;
@@ -26,6 +27,7 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::DType;
 use nanobragg::cli::{parse_args, Parsed};
+use nanobragg::engine::{Engine, Precision};
 use nanobragg::gradient::image_vjp;
 use nanobragg::params::Params;
 use nanobragg::{Experiment, RenderOptions, SimConfig};
@@ -38,12 +40,32 @@ const LIGHT: &str = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5 
 const HEAVY: &str = "-mosaic 0.5 -mosaic_dom 10 -phisteps 5 -osc 0.5 -oversample 2";
 
 /// The engines: name → (extra CLI flags of the `nanobragg` binary, runner in this process).
-/// Adding an engine is one line here (e.g. `"wgpu" => ("-engine wgpu", run::<Wgpu<f32, i32>>)`).
+/// Each runs with its [`Engine::options`] (wgpu: one worker, large chunks), as the binary does.
 fn engine(name: &str) -> Option<(&'static str, Runner)> {
+    const CPU: Engine = Engine::Cpu {
+        precision: Precision::F64,
+    };
+    const CPU_F32: Engine = Engine::Cpu {
+        precision: Precision::F32,
+    };
     Some(match name {
-        "cpu" => ("", |job| run::<NdArray<f64>>(job, &NdArrayDevice::Cpu, DType::F64)),
+        "cpu" => ("", |job| {
+            run::<NdArray<f64>>(job, &CPU, &NdArrayDevice::Cpu, DType::F64)
+        }),
         "cpu-f32" => ("-precision f32", |job| {
-            run::<NdArray<f32>>(job, &NdArrayDevice::Cpu, DType::F32)
+            run::<NdArray<f32>>(job, &CPU_F32, &NdArrayDevice::Cpu, DType::F32)
+        }),
+        #[cfg(feature = "gpu")]
+        "wgpu" => ("-engine wgpu -fusion on", |job| {
+            let e = Engine::Wgpu { fusion: true };
+            e.probe().map_err(|e| e.to_string())?;
+            run::<nanobragg::engine::WgpuFused>(job, &e, &Default::default(), DType::F32)
+        }),
+        #[cfg(feature = "gpu")]
+        "wgpu-nofusion" => ("-engine wgpu -fusion off", |job| {
+            let e = Engine::Wgpu { fusion: false };
+            e.probe().map_err(|e| e.to_string())?;
+            run::<nanobragg::engine::WgpuUnfused>(job, &e, &Default::default(), DType::F32)
         }),
         _ => return None,
     })
@@ -60,13 +82,13 @@ struct Job {
     threads: usize,
 }
 
-fn run<B: Backend>(job: &Job, device: &B::Device, dtype: DType) -> Result<Value, String> {
+fn run<B: Backend>(job: &Job, engine: &Engine, device: &B::Device, dtype: DType) -> Result<Value, String> {
     burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64).map_err(|e| format!("{e:?}"))?;
     nanobragg::engine::tune_process();
-    let opts = RenderOptions {
+    let opts = engine.options(&RenderOptions {
         threads: job.threads,
         ..RenderOptions::default()
-    };
+    });
     let mut times = Vec::new();
     let mut total = 0.0;
     for _ in 0..job.reps {
@@ -224,7 +246,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         }
     }
     for e in &a.engines {
-        engine(e).ok_or_else(|| format!("--engines: unknown engine '{e}' (cpu, cpu-f32)"))?;
+        engine(e).ok_or_else(|| format!("--engines: unknown engine '{e}' (cpu, cpu-f32, wgpu, wgpu-nofusion)"))?;
     }
     for m in &a.modes {
         if m != "fwd" && m != "fwdbwd" {
