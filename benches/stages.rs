@@ -48,7 +48,7 @@ fn directions() -> Tensor<B, 2> {
         t2(vec![0.0, 0.0, 1.0, 0.0, -1.0, 0.0, 1.0, 0.0, 0.0], [3, 3]),
         t2(vec![0.1, 0.1, -0.1], [1, 3]),
     );
-    diffracted_directions(pos).0
+    diffracted_directions(pos).0.rows()
 }
 
 fn stages(c: &mut Criterion) {

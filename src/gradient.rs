@@ -19,7 +19,7 @@
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::params::Params;
-use crate::scene::{tensor2, to_host, Scene};
+use crate::scene::{tensor2, to_host, to_host_shared, Scene};
 use crate::setup::Experiment;
 use crate::simulate::{chunk_intensity, gradient_chunking, Image, RenderOptions};
 use burn::tensor::backend::AutodiffBackend;
@@ -114,7 +114,7 @@ pub fn weighted_vjp<B: AutodiffBackend>(
                 block,
                 device,
             );
-            let intensity = to_host(out.intensity.clone())?;
+            let intensity = to_host_shared(out.intensity.clone())?;
             let (loss, w) = weigh(pixels, &intensity);
             let weighted = (out.intensity * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
             let grads = weighted.backward();

@@ -15,9 +15,9 @@ use crate::physics::detector::{
 use crate::physics::lattice::lattice_factor;
 use crate::physics::lattice::LatticeTensors;
 use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
-use crate::physics::project;
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
+use crate::physics::vectors::SampleVectors;
 use crate::physics::{rows_for_autodiff, scale_column};
 use crate::scene::{block_columns, tensor2, to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
@@ -32,7 +32,7 @@ const BYTES_PER_ELEMENT: usize = 8 * 24;
 const CACHE_ELEMENTS: usize = 1 << 15;
 /// Chunk cap of forward+backward passes (see [`gradient_chunking`]; measured in
 /// docs/gradients.md).
-const GRADIENT_ELEMENTS: usize = 1 << 16;
+const GRADIENT_ELEMENTS: usize = 1 << 17;
 /// Default memory budget for intermediates (bytes).
 pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
 
@@ -398,7 +398,7 @@ pub fn chunk_intensity_probed<B: Backend>(
     let p = pixels.len();
     let r = p * rpp;
     let (coords, layer) = sample_coordinates(exp, pixels);
-    let coords = tensor2(coords, [r, 3], device);
+    let coords = SampleVectors::<B>::from_host(coords, device);
     // derivative probes: ε per sample row (a pixel's samples share its ε) and the scene values
     // that enter by broadcasting moved along their tangents
     let eps_row: Option<Tensor<B, 2>> = probe.map(|pr| {
@@ -422,25 +422,26 @@ pub fn chunk_intensity_probed<B: Backend>(
     let mut pos = pixel_positions(coords.clone(), st.basis.clone(), st.pix0.clone());
     if let (Some(pr), Some(e)) = (probe, &eps_row) {
         let t = &pr.tangents;
-        pos = pos + probe_outer(e, &coords).matmul(t.basis.clone()) + probe_term(e, &t.pix0);
+        let moved = probe_outer(e, &coords.rows()).matmul(t.basis.clone()) + probe_term(e, &t.pix0);
+        pos = SampleVectors::Rows(pos.rows() + moved);
     }
     if det.curved {
-        pos = curved_positions(
-            pos,
+        pos = SampleVectors::Rows(curved_positions(
+            pos.rows(),
             st.beam.clone(),
             st.fdet.clone(),
             st.sdet.clone(),
             st.distance.clone(),
-        );
+        ));
     }
     let (dir, airpath) = diffracted_directions(pos);
     let omega = solid_angle(airpath, det.pixel_size, st.close_distance.clone(), det.point_pixel);
     // without a sensor the capture fraction is 1
     let capture: Option<Tensor<B, 2>> = (exp.sensor.thickness > 0.0).then(|| {
         let layer = tensor2(layer, [r, 1], device);
-        let mut parallax = project(dir.clone(), st.odet_col.clone());
+        let mut parallax = dir.dot(st.odet_col.clone());
         if let (Some(pr), Some(e)) = (probe, &eps_row) {
-            parallax = parallax + probe_outer(e, &dir).matmul(pr.tangents.odet.clone());
+            parallax = parallax + probe_outer(e, &dir.rows()).matmul(pr.tangents.odet.clone());
         }
         capture_fraction_at(parallax, layer, exp.sensor.step, exp.sensor.mu)
     });
@@ -454,16 +455,13 @@ pub fn chunk_intensity_probed<B: Backend>(
     });
     let polar: Option<Tensor<B, 2>> = (!exp.nopolar).then(|| {
         if let Some(k) = &st.kahn {
-            let e = project(dir.clone(), st.e_in_t.clone());
-            let b = project(dir.clone(), st.b_in_t.clone());
+            let e = dir.dot(st.e_in_t.clone());
+            let b = dir.dot(st.b_in_t.clone());
             return kahn_factor_tensor(cos2t.clone(), e, b, rows_for_autodiff(k.clone(), r));
         }
         // the E/B projections only matter for a polarized beam (K ≠ 0)
         let (e, b) = if exp.polarization != 0.0 {
-            (
-                project(dir.clone(), st.e_in_t.clone()),
-                project(dir.clone(), st.b_in_t.clone()),
-            )
+            (dir.dot(st.e_in_t.clone()), dir.dot(st.b_in_t.clone()))
         } else {
             (cos2t.clone(), cos2t.clone())
         };
@@ -484,7 +482,7 @@ pub fn chunk_intensity_probed<B: Backend>(
         if let (Some(pr), Some(e)) = (probe, &eps_row) {
             let t = &pr.tangents;
             let (tc, to) = (block_columns(&t.coef, lo, hi), block_columns(&t.offset, lo, hi));
-            let d = probe_outer(e, &dir).matmul(tc) - probe_term(e, &to); // [R, 3·(hi − lo)]
+            let d = probe_outer(e, &dir.rows()).matmul(tc) - probe_term(e, &to); // [R, 3·(hi − lo)]
             let nb = hi - lo;
             hkl = [0, 1, 2].map(|v| hkl[v].clone() + d.clone().slice([0..r, v * nb..(v + 1) * nb]));
         }

@@ -41,11 +41,14 @@ fn pixel_positions_follow_the_basis() {
     let coords = uniform(30, 0.0, 0.05, 1);
     let basis = vec![0.0, 0.0, 1.0, 0.0, -1.0, 0.0, 1.0, 0.0, 0.0];
     let pix0 = [0.1, 0.02, -0.03];
-    let got = host(pixel_positions(
-        t2(coords.clone(), [10, 3]),
-        t2(basis, [3, 3]),
-        t2(pix0.to_vec(), [1, 3]),
-    ));
+    let got = host(
+        pixel_positions(
+            t2(coords.clone(), [10, 3]),
+            t2(basis, [3, 3]),
+            t2(pix0.to_vec(), [1, 3]),
+        )
+        .rows(),
+    );
     let want: Vec<f64> = coords
         .chunks(3)
         .flat_map(|c| {
@@ -102,7 +105,7 @@ fn solid_angle_of_a_flat_detector_integrates_to_the_analytic_value() {
         "point pixel",
     );
     // unit directions
-    for v in host(dir).chunks(3) {
+    for v in host(dir.rows()).chunks(3) {
         assert!((norm([v[0], v[1], v[2]]) - 1.0).abs() < 1e-15);
     }
 }

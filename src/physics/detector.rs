@@ -1,15 +1,20 @@
 //! Detector stages: sub-pixel positions, diffracted directions, air path, solid angle and
 //! sensor absorption (physics reference §4.6, §12).
 
-use super::{column, project, project_minus, rotate_about, scale_column};
+use super::vectors::SampleVectors;
+use super::{column, rotate_about, scale_column};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// Lab positions `[R, 3]` (m) of sub-pixel samples: P = Fdet·f + Sdet·s + Odet·o + pix0.
 ///
 /// `coords` `[R, 3]` holds (Fdet, Sdet, Odet) (m); `basis` `[3, 3]` has rows f, s, o;
-/// `pix0` `[1, 3]` (m).
-pub fn pixel_positions<B: Backend>(coords: Tensor<B, 2>, basis: Tensor<B, 2>, pix0: Tensor<B, 2>) -> Tensor<B, 2> {
-    project_minus(coords, basis, pix0.neg())
+/// `pix0` `[1, 3]` (m). The positions come in the layout of `coords`.
+pub fn pixel_positions<B: Backend>(
+    coords: impl Into<SampleVectors<B>>,
+    basis: Tensor<B, 2>,
+    pix0: Tensor<B, 2>,
+) -> SampleVectors<B> {
+    coords.into().affine_minus(basis, pix0.neg())
 }
 
 /// Positions on a spherical detector (`-curved_det`), as C builds them: the point
@@ -31,9 +36,8 @@ pub fn curved_positions<B: Backend>(
 }
 
 /// Unit diffracted directions `[R, 3]` and air paths `[R, 1]` (m) to the positions `[R, 3]`.
-pub fn diffracted_directions<B: Backend>(positions: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
-    let airpath = positions.clone().powi_scalar(2).sum_dim(1).sqrt();
-    (positions / airpath.clone(), airpath)
+pub fn diffracted_directions<B: Backend>(positions: impl Into<SampleVectors<B>>) -> (SampleVectors<B>, Tensor<B, 2>) {
+    positions.into().normalized()
 }
 
 /// Solid angle `[R, 1]` (sr) of a pixel seen at distance `airpath` `[R, 1]` (m):
@@ -58,13 +62,13 @@ pub fn solid_angle<B: Backend>(
 ///
 /// `directions` `[R, 3]`; `odet` `[3, 1]`; `step` Δz (m); `mu` (1/m).
 pub fn capture_fraction<B: Backend>(
-    directions: Tensor<B, 2>,
+    directions: impl Into<SampleVectors<B>>,
     odet: Tensor<B, 2>,
     layer: Tensor<B, 2>,
     step: f64,
     mu: f64,
 ) -> Tensor<B, 2> {
-    capture_fraction_at(project(directions, odet), layer, step, mu)
+    capture_fraction_at(directions.into().dot(odet), layer, step, mu)
 }
 
 /// [`capture_fraction`] from the parallax factor ρ = d·o `[R, 1]`.

@@ -1,20 +1,25 @@
 //! Lattice factor F_latt: the crystal's shape transform (physics reference §5.6).
 
-use super::rows_for_autodiff;
+use super::{rows_for_autodiff, with_partials};
 use crate::config::{CrystalShape, Vec3};
 use burn::tensor::{backend::Backend, Tensor};
 use std::f64::consts::PI;
 
 /// |δ| below which sin(Nπδ)/sin(πδ) is replaced by its limit N.
 const SINCG_EPS: f64 = 1e-9;
+/// πδ used at a node by [`sincg_n`] (rad): small enough that sin(N·x)/sin(x) is N to working
+/// precision for any crystal (relative error (N² − 1)·x²/6), large enough to be a normal f32.
+const NODE_X: f64 = 1e-20;
 /// |x| below which sinc3 uses its Taylor series.
 const SINC3_SERIES: f64 = 1e-2;
 /// Scale of the ROUND shape: √(volume ratio) of the cube and the sphere, as C.
 const ROUND_SCALE: f64 = 0.723601254558268;
 
 /// Distance to the nearest integer, δ = x − ceil(x − ½) ∈ (−½, ½] (C's rounding, ties down).
+///
+/// The integer is a constant of the graph (detached): its gradient is 0 anyway.
 pub fn fractional<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
-    x.clone() - (x - 0.5).ceil()
+    x.clone() - (x.detach() - 0.5).ceil()
 }
 
 /// sin(Nπh)/sin(πh) `[R, C]`, evaluated on the fractional part δ = h − round(h) of h.
@@ -33,15 +38,29 @@ pub fn sincg<B: Backend>(h: Tensor<B, 2>, n: f64) -> Tensor<B, 2> {
 }
 
 /// [`sincg`] with N a tensor `[1, 1]` or `[R, 1]` (real, differentiable): at a node the value
-/// is N and ∂/∂N = 1; elsewhere ∂/∂N = πδ·cos(Nπδ)/sin(πδ).
+/// is N and ∂/∂N = 1; elsewhere ∂/∂N = x·cos(Nx)/sin x with x = πδ, and
+/// ∂/∂h = π·(N·cos(Nx) − F·cos x)/sin x, 0 at a node (the limit's).
+///
+/// The value and both partial derivatives are evaluated on detached tensors and joined by
+/// [`with_partials`]: the graph holds six cheap steps instead of the sine, the quotient and the
+/// masks, whose backward steps (a cosine each, the quotient's five operations, zero-filled
+/// tensors for the masks) cost more than a forward render. At a node x is [`NODE_X`], where
+/// sin(N·x)/sin x is N to working precision and x·cos(Nx)/sin x is 1.
 pub fn sincg_n<B: Backend>(h: Tensor<B, 2>, n: Tensor<B, 2>) -> Tensor<B, 2> {
-    let delta = h.clone() - h.round();
+    let (h0, n0) = (h.clone().detach(), n.clone().detach());
+    let delta = h0.clone() - h0.round();
     let at_node = delta.clone().abs().lower_elem(SINCG_EPS);
-    let x = delta * PI;
-    let den = x.clone().sin().mask_fill(at_node.clone(), 1.0);
-    let value = (x * n.clone()).sin() / den;
-    let limit = n.expand(value.dims());
-    value.mask_where(at_node, limit)
+    let x = (delta * PI).mask_fill(at_node.clone(), NODE_X);
+    let nx = x.clone() * n0.clone();
+    let sin_x = x.clone().sin();
+    let value = nx.clone().sin() / sin_x.clone();
+    if !B::ad_enabled(&h.device()) {
+        return value;
+    }
+    let cos_nx = nx.cos();
+    let d_n = x.clone() * cos_nx.clone() / sin_x.clone();
+    let d_h = ((cos_nx * n0 - value.clone() * x.cos()) / sin_x * PI).mask_fill(at_node, 0.0);
+    with_partials(value, [(h, d_h), (n, d_n)])
 }
 
 /// 3(sin x/x − cos x)/x², the transform of a sphere, with sinc3(0) = 1 (series near 0).

@@ -9,6 +9,7 @@ pub mod lattice;
 pub mod polarization;
 pub mod scattering;
 pub mod structure_factor;
+pub mod vectors;
 
 use burn::tensor::{backend::Backend, Tensor};
 
@@ -42,6 +43,22 @@ pub fn rows_for_autodiff<B: Backend>(t: Tensor<B, 2>, n: usize) -> Tensor<B, 2> 
     } else {
         Tensor::ones([n, 1], &t.device()).matmul(t)
     }
+}
+
+/// f(x₀) as a node of the graph with the given partial derivatives: f + Σ_i (x_i − x₀_i)·∂f/∂x_i,
+/// where x₀_i are the inputs `x_i` detached and `value`, `∂f/∂x_i` were computed from them.
+///
+/// x − x₀ is exactly 0, so the value is f's exactly; the backward pass sees only products with
+/// the (untracked) partial derivatives, however costly f's own backward steps would be. The
+/// partials must be finite; a second derivative through this node is 0.
+pub fn with_partials<B: Backend, const D: usize, const N: usize>(
+    value: Tensor<B, D>,
+    partials: [(Tensor<B, D>, Tensor<B, D>); N],
+) -> Tensor<B, D> {
+    partials.into_iter().fold(value, |acc, (x, d)| {
+        let x0 = x.clone().detach();
+        acc + (x - x0) * d
+    })
 }
 
 /// Column `j` of a `[N, M]` tensor, as `[N, 1]`.

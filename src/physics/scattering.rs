@@ -1,13 +1,13 @@
 //! Scattering geometry: scattering angle, sinθ/λ, and fractional Miller indices
 //! (physics reference §5.6, §7).
 
-use super::{project, project_minus};
+use super::vectors::SampleVectors;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// cos 2θ `[R, S]` between diffracted directions `[R, 3]` and incident directions, given
 /// transposed as `[3, S]`.
-pub fn cos_two_theta<B: Backend>(directions: Tensor<B, 2>, incident_t: Tensor<B, 2>) -> Tensor<B, 2> {
-    project(directions, incident_t)
+pub fn cos_two_theta<B: Backend>(directions: impl Into<SampleVectors<B>>, incident_t: Tensor<B, 2>) -> Tensor<B, 2> {
+    directions.into().dot(incident_t)
 }
 
 /// sinθ/λ `[R, S]` (m⁻¹) = ½‖q‖ with q = (d − i)/λ, from cos 2θ `[R, S]` and the source
@@ -23,17 +23,17 @@ pub fn stol<B: Backend>(cos_two_theta: Tensor<B, 2>, inv_lambda: Tensor<B, 2>) -
 /// orientation (m⁻¹·m = dimensionless per unit direction) and `offset` `[1, 3C]` the matching
 /// a·i/λ.
 pub fn miller_indices<B: Backend>(
-    directions: Tensor<B, 2>,
+    directions: impl Into<SampleVectors<B>>,
     coef: Tensor<B, 2>,
     offset: Tensor<B, 2>,
 ) -> [Tensor<B, 2>; 3] {
     // one product per axis: each index comes out contiguous (slicing columns out of one
     // [R, 3C] product is a strided copy per axis on the CPU, slower than the products)
+    let directions = directions.into();
     let c = coef.dims()[1] / 3;
     [0, 1, 2].map(|i| {
         let cols = i * c..(i + 1) * c;
-        project_minus(
-            directions.clone(),
+        directions.dot_minus(
             coef.clone().slice([0..3, cols.clone()]),
             offset.clone().slice([0..1, cols]),
         )
