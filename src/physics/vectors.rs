@@ -38,19 +38,6 @@ impl<B: Backend> SampleVectors<B> {
         }))
     }
 
-    /// Number of vectors R.
-    pub fn len(&self) -> usize {
-        match self {
-            Self::Rows(t) => t.dims()[0],
-            Self::Components(c) => c[0].dims()[0],
-        }
-    }
-
-    /// Whether there are no vectors.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The vectors as rows `[R, 3]`.
     pub fn rows(&self) -> Tensor<B, 2> {
         match self {
@@ -62,7 +49,7 @@ impl<B: Backend> SampleVectors<B> {
     /// a·b `[R, N]` for `b` `[3, N]`.
     pub fn dot(&self, b: Tensor<B, 2>) -> Tensor<B, 2> {
         match (self, b.dims()[1]) {
-            (Self::Components(c), 1) => column(combine(c, &b, 0, None)),
+            (Self::Components(c), 1) => as_column(combine(c, &b, 0, None)),
             _ => project(self.rows(), b),
         }
     }
@@ -70,7 +57,7 @@ impl<B: Backend> SampleVectors<B> {
     /// a·b − row `[R, N]` for `b` `[3, N]` and `row` `[1, N]` (see [`project_minus`]).
     pub fn dot_minus(&self, b: Tensor<B, 2>, row: Tensor<B, 2>) -> Tensor<B, 2> {
         match (self, b.dims()[1]) {
-            (Self::Components(c), 1) => column(combine(c, &b, 0, Some(row.reshape([1])))),
+            (Self::Components(c), 1) => as_column(combine(c, &b, 0, Some(row.reshape([1])))),
             _ => project_minus(self.rows(), b, row),
         }
     }
@@ -103,7 +90,7 @@ impl<B: Backend> SampleVectors<B> {
                 let norm0 = s.clone().detach().sqrt();
                 let norm = with_partials(norm0.clone(), [(s, norm0.recip() * 0.5)]);
                 let unit = c.clone().map(|x| x / norm.clone());
-                (Self::Components(unit), column(norm))
+                (Self::Components(unit), as_column(norm))
             }
         }
     }
@@ -121,7 +108,7 @@ fn combine<B: Backend>(c: &[Tensor<B, 1>; 3], b: &Tensor<B, 2>, j: usize, s: Opt
 }
 
 /// `[R]` → `[R, 1]`.
-fn column<B: Backend>(t: Tensor<B, 1>) -> Tensor<B, 2> {
+fn as_column<B: Backend>(t: Tensor<B, 1>) -> Tensor<B, 2> {
     let r = t.dims()[0];
     t.reshape([r, 1])
 }
@@ -151,7 +138,7 @@ mod tests {
         let (dir_r, air_r) = rows.affine_minus(t2(&m, [3, 3]), t2(&row, [1, 3])).normalized();
         let proj_r = host(dir_r.dot_minus(t2(&b, [3, 1]), t2(&s, [1, 1])));
 
-        let comps = SampleVectors::<Ad>::from_host(coords, &dev);
+        let comps = SampleVectors::<Ad>::from_host(coords.clone(), &dev);
         assert!(matches!(comps, SampleVectors::Components(_)));
         let (m_ad, b_ad) = (t2::<Ad>(&m, [3, 3]).require_grad(), t2::<Ad>(&b, [3, 1]).require_grad());
         let (dir_c, air_c) = comps.affine_minus(m_ad.clone(), t2(&row, [1, 3])).normalized();
@@ -179,10 +166,7 @@ mod tests {
         // ∂/∂m against central differences of the row layout
         let gm = host(m_ad.grad(&grads).expect("m is used"));
         let total = |m: &[f64]| -> f64 {
-            let rows = SampleVectors::<NdArray<f64>>::from_host(
-                (0..30).map(|i| 0.01 * ((i as f64) * 0.77).sin() + 0.02).collect(),
-                &dev,
-            );
+            let rows = SampleVectors::<NdArray<f64>>::from_host(coords.clone(), &dev);
             let (d, _) = rows.affine_minus(t2(m, [3, 3]), t2(&row, [1, 3])).normalized();
             host(d.dot_minus(t2(&b, [3, 1]), t2(&s, [1, 1]))).iter().sum()
         };
