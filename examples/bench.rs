@@ -94,7 +94,7 @@ fn run<B: Backend>(job: &Job, engine: &Engine, device: &B::Device, dtype: DType)
     for _ in 0..job.reps {
         let t = Instant::now();
         let image = if job.backward {
-            let params = Params::<Autodiff<B>>::new(&job.cfg, &job.exp, device).map(|t| t.require_grad());
+            let params = Params::<Autodiff<B>>::new(&job.cfg, &job.exp, device).map_tensors(|t| t.require_grad());
             image_vjp(&job.cfg, &job.exp, &params, None, &opts, device)
                 .map_err(|e| e.to_string())?
                 .0

@@ -19,6 +19,7 @@ use crate::params::Params;
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
 use crate::setup::Experiment;
 use crate::simulate::{chunk_intensity_probed, chunking, Image, RenderOptions};
+use burn::module::Module;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
 use std::f64::consts::PI;
@@ -205,7 +206,7 @@ fn scene_jacobian<AB: AutodiffBackend>(
     let m: usize = layout(orientations).iter().map(|(_, k)| k).sum();
     let mut jac = vec![0.0; m * n];
     for j in 0..m {
-        let params = Params::<AB>::new(cfg, exp, device).map(|t| t.require_grad());
+        let params = Params::<AB>::new(cfg, exp, device).map_tensors(|t| t.require_grad());
         let z = scene_vector(&params.scene_with(cfg, exp, &constants, device));
         let grads = z.narrow(0, j, 1).sum().backward();
         for (i, s) in specs.iter().enumerate() {
@@ -273,7 +274,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
     device: &AB::Device,
 ) -> Result<(Image, Vec<DerivativeImage>)> {
     let specs = names.iter().map(|n| find(n)).collect::<Result<Vec<_>>>()?;
-    let probe_params = Params::<AB>::new(cfg, exp, device);
+    let probe_params = Params::<AB>::new(cfg, exp, device).no_grad();
     if let Some(s) = specs.iter().find(|s| probe_params.get(s.param).is_none()) {
         return Err(missing(s));
     }

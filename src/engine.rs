@@ -288,7 +288,7 @@ impl Engine {
         impl BackendTask for Vjp<'_> {
             type Output = (Image, Vec<ParamGradient>);
             fn run<B: Backend>(self, device: &B::Device) -> Result<Self::Output> {
-                let params = Params::<Autodiff<B>>::new(self.cfg, self.exp, device).map(|t| t.require_grad());
+                let params = Params::<Autodiff<B>>::new(self.cfg, self.exp, device).map_tensors(|t| t.require_grad());
                 image_vjp(self.cfg, self.exp, &params, self.weights, &self.opts, device)
             }
         }

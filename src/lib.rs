@@ -25,10 +25,13 @@ pub mod rng;
 pub mod scene;
 pub mod setup;
 pub mod simulate;
+pub mod simulator;
 pub mod trace;
 pub mod workers;
 
 pub use config::SimConfig;
 pub use error::{Error, Result};
+pub use params::Params;
 pub use setup::Experiment;
 pub use simulate::{render, Image, RenderOptions};
+pub use simulator::Simulator;

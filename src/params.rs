@@ -17,47 +17,50 @@ use crate::setup::{Experiment, AVOGADRO, R_E_SQR, WATER_F, WATER_MW};
 
 /// I_bg per unit fluence and cubic metre of water: F_w²·r_e²·10⁶·N_A/M_w (C's formula).
 const WATER_BACKGROUND: f64 = WATER_F * WATER_F * R_E_SQR * 1e6 * AVOGADRO / WATER_MW;
+use burn::module::{Module, Param};
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
-/// The continuous parameters, each a leaf tensor. Units as the host setup: the cell in Å and
-/// rad, other lengths in m, angles in rad, fluence in photons/m².
-#[derive(Debug, Clone)]
+/// The continuous parameters, a burn [`Module`]: each is a [`Param`] holding a `[n]` tensor,
+/// trainable (`require_grad`) as burn makes every parameter, so burn's optimizers,
+/// [`Module::num_params`], `visit` and `map` see them all. Units as the host setup: the cell in
+/// Å and rad, other lengths in m, angles in rad, fluence in photons/m².
+#[derive(Module, Debug)]
 pub struct Params<B: Backend> {
     /// `[6]`: a, b, c (Å), α, β, γ (rad). Unused (gradient 0) when only `-mat` is given.
-    pub cell: Tensor<B, 1>,
+    pub cell: Param<Tensor<B, 1>>,
     /// `[3]`: misset rotations about x, y, z (rad).
-    pub misset: Tensor<B, 1>,
+    pub misset: Param<Tensor<B, 1>>,
     /// `[2]`: φ0 and the φ step (rad).
-    pub phi: Tensor<B, 1>,
+    pub phi: Param<Tensor<B, 1>>,
     /// `[1]`: mosaic spread (rad); the domain axes are fixed host draws.
-    pub mosaic_spread: Tensor<B, 1>,
+    pub mosaic_spread: Param<Tensor<B, 1>>,
     /// `[1]`: the `-distance` (m); `[1]` `-close_distance` (m) when given (it then wins).
-    pub distance: Tensor<B, 1>,
-    pub close_distance: Option<Tensor<B, 1>>,
+    pub distance: Param<Tensor<B, 1>>,
+    pub close_distance: Option<Param<Tensor<B, 1>>>,
     /// `[2]`: Xbeam, Ybeam (m) in the convention's axes.
-    pub beam_center: Tensor<B, 1>,
+    pub beam_center: Param<Tensor<B, 1>>,
     /// `[3]`: detector rotations about x, y, z (rad); `[1]` 2θ (rad).
-    pub detector_rotation: Tensor<B, 1>,
-    pub twotheta: Tensor<B, 1>,
+    pub detector_rotation: Param<Tensor<B, 1>>,
+    pub twotheta: Param<Tensor<B, 1>>,
     /// `[1]`: central wavelength λ0 (m); generated sources scale with it.
-    pub lambda0: Tensor<B, 1>,
+    pub lambda0: Param<Tensor<B, 1>>,
     /// `[1]`: photons/m².
-    pub fluence: Tensor<B, 1>,
+    pub fluence: Param<Tensor<B, 1>>,
     /// `[3]`: Na, Nb, Nc, unit cells along a, b, c, as reals.
-    pub n_cells: Tensor<B, 1>,
+    pub n_cells: Param<Tensor<B, 1>>,
     /// `[1]`: Kahn polarization factor K (unused with `-nopolar`).
-    pub polarization: Tensor<B, 1>,
+    pub polarization: Param<Tensor<B, 1>>,
     /// `[1]`: water thickness for the background (m).
-    pub water_size: Tensor<B, 1>,
+    pub water_size: Param<Tensor<B, 1>>,
     /// `[1]`: default_F (electrons): F of reflections outside the HKL grid, or of all of them
     /// without one.
-    pub default_f: Tensor<B, 1>,
+    pub default_f: Param<Tensor<B, 1>>,
     /// `[1]`: relative spectral width (fraction); generated sources' wavelengths are
     /// λ0·(1 + u·dispersion) with u ∈ [−½, ½] fixed per source.
-    pub dispersion: Tensor<B, 1>,
+    pub dispersion: Param<Tensor<B, 1>>,
     /// `[G]`: the HKL grid's F values (l fastest, [`crate::io::hkl::HklGrid`] layout), when
     /// structure factors were read.
-    pub structure_factors: Option<Tensor<B, 1>>,
+    pub structure_factors: Option<Param<Tensor<B, 1>>>,
 }
 
 /// Names and sizes of the parameters, in [`Params::to_vec`] order.
@@ -87,8 +90,14 @@ fn leaf<B: Backend>(v: Vec<f64>, device: &B::Device) -> Tensor<B, 1> {
     Tensor::from_data(TensorData::new(v, [n]), device)
 }
 
+/// A trainable parameter holding `v`.
+fn param<B: Backend>(v: Vec<f64>, device: &B::Device) -> Param<Tensor<B, 1>> {
+    Param::from_tensor(leaf(v, device))
+}
+
 impl<B: Backend> Params<B> {
-    /// The parameters of a configuration, at the values the host setup resolved.
+    /// The parameters of a configuration, at the values the host setup resolved, trainable.
+    /// (Call [`Module::no_grad`] for constants.)
     pub fn new(cfg: &SimConfig, exp: &Experiment, device: &B::Device) -> Self {
         let cell = cfg
             .crystal
@@ -98,74 +107,75 @@ impl<B: Backend> Params<B> {
         let d = &cfg.detector;
         let det = &exp.detector;
         Self {
-            cell: leaf(cell, device),
-            misset: leaf(exp.lattice.misset.unwrap_or([0.0; 3]).to_vec(), device),
-            phi: leaf(vec![exp.phi0, exp.phi.step], device),
-            mosaic_spread: leaf(vec![exp.mosaic_spread], device),
-            distance: leaf(vec![d.distance], device),
-            close_distance: d.close_distance.map(|c| leaf(vec![c], device)),
-            beam_center: leaf(vec![det.xbeam, det.ybeam], device),
-            detector_rotation: leaf(vec![d.rotx, d.roty, d.rotz], device),
-            twotheta: leaf(vec![d.twotheta], device),
-            lambda0: leaf(vec![exp.lambda0], device),
-            fluence: leaf(vec![exp.fluence], device),
-            n_cells: leaf(exp.n_cells.to_vec(), device),
-            polarization: leaf(vec![exp.polarization], device),
-            water_size: leaf(vec![exp.water_size], device),
-            default_f: leaf(vec![exp.structure_factors.default_f], device),
-            dispersion: leaf(vec![exp.disp.range], device),
+            cell: param(cell, device),
+            misset: param(exp.lattice.misset.unwrap_or([0.0; 3]).to_vec(), device),
+            phi: param(vec![exp.phi0, exp.phi.step], device),
+            mosaic_spread: param(vec![exp.mosaic_spread], device),
+            distance: param(vec![d.distance], device),
+            close_distance: d.close_distance.map(|c| param(vec![c], device)),
+            beam_center: param(vec![det.xbeam, det.ybeam], device),
+            detector_rotation: param(vec![d.rotx, d.roty, d.rotz], device),
+            twotheta: param(vec![d.twotheta], device),
+            lambda0: param(vec![exp.lambda0], device),
+            fluence: param(vec![exp.fluence], device),
+            n_cells: param(exp.n_cells.to_vec(), device),
+            polarization: param(vec![exp.polarization], device),
+            water_size: param(vec![exp.water_size], device),
+            default_f: param(vec![exp.structure_factors.default_f], device),
+            dispersion: param(vec![exp.disp.range], device),
             structure_factors: exp
                 .structure_factors
                 .grid
                 .as_ref()
                 .filter(|g| g.entries > 0)
-                .map(|g| leaf(g.values.clone(), device)),
+                .map(|g| param(g.values.clone(), device)),
         }
     }
 
-    /// Apply `f` to every parameter tensor (e.g. `require_grad`).
-    pub fn map(self, f: impl Fn(Tensor<B, 1>) -> Tensor<B, 1>) -> Self {
+    /// Apply `f` to every parameter tensor (e.g. `detach().require_grad()`), keeping the
+    /// parameters' ids.
+    pub fn map_tensors(self, f: impl Fn(Tensor<B, 1>) -> Tensor<B, 1>) -> Self {
         Self {
-            cell: f(self.cell),
-            misset: f(self.misset),
-            phi: f(self.phi),
-            mosaic_spread: f(self.mosaic_spread),
-            distance: f(self.distance),
-            close_distance: self.close_distance.map(&f),
-            beam_center: f(self.beam_center),
-            detector_rotation: f(self.detector_rotation),
-            twotheta: f(self.twotheta),
-            lambda0: f(self.lambda0),
-            fluence: f(self.fluence),
-            n_cells: f(self.n_cells),
-            polarization: f(self.polarization),
-            water_size: f(self.water_size),
-            default_f: f(self.default_f),
-            dispersion: f(self.dispersion),
-            structure_factors: self.structure_factors.map(&f),
+            cell: self.cell.map(&f),
+            misset: self.misset.map(&f),
+            phi: self.phi.map(&f),
+            mosaic_spread: self.mosaic_spread.map(&f),
+            distance: self.distance.map(&f),
+            close_distance: self.close_distance.map(|p| p.map(&f)),
+            beam_center: self.beam_center.map(&f),
+            detector_rotation: self.detector_rotation.map(&f),
+            twotheta: self.twotheta.map(&f),
+            lambda0: self.lambda0.map(&f),
+            fluence: self.fluence.map(&f),
+            n_cells: self.n_cells.map(&f),
+            polarization: self.polarization.map(&f),
+            water_size: self.water_size.map(&f),
+            default_f: self.default_f.map(&f),
+            dispersion: self.dispersion.map(&f),
+            structure_factors: self.structure_factors.map(|p| p.map(&f)),
         }
     }
 
     /// The parameter tensors in [`PARAMETERS`] order (`close_distance` may be absent).
     pub fn tensors(&self) -> Vec<(&'static str, Option<Tensor<B, 1>>)> {
         vec![
-            ("cell", Some(self.cell.clone())),
-            ("misset", Some(self.misset.clone())),
-            ("phi", Some(self.phi.clone())),
-            ("mosaic_spread", Some(self.mosaic_spread.clone())),
-            ("distance", Some(self.distance.clone())),
-            ("close_distance", self.close_distance.clone()),
-            ("beam_center", Some(self.beam_center.clone())),
-            ("detector_rotation", Some(self.detector_rotation.clone())),
-            ("twotheta", Some(self.twotheta.clone())),
-            ("lambda0", Some(self.lambda0.clone())),
-            ("fluence", Some(self.fluence.clone())),
-            ("n_cells", Some(self.n_cells.clone())),
-            ("polarization", Some(self.polarization.clone())),
-            ("water_size", Some(self.water_size.clone())),
-            ("default_f", Some(self.default_f.clone())),
-            ("dispersion", Some(self.dispersion.clone())),
-            ("structure_factors", self.structure_factors.clone()),
+            ("cell", Some(self.cell.val())),
+            ("misset", Some(self.misset.val())),
+            ("phi", Some(self.phi.val())),
+            ("mosaic_spread", Some(self.mosaic_spread.val())),
+            ("distance", Some(self.distance.val())),
+            ("close_distance", self.close_distance.as_ref().map(Param::val)),
+            ("beam_center", Some(self.beam_center.val())),
+            ("detector_rotation", Some(self.detector_rotation.val())),
+            ("twotheta", Some(self.twotheta.val())),
+            ("lambda0", Some(self.lambda0.val())),
+            ("fluence", Some(self.fluence.val())),
+            ("n_cells", Some(self.n_cells.val())),
+            ("polarization", Some(self.polarization.val())),
+            ("water_size", Some(self.water_size.val())),
+            ("default_f", Some(self.default_f.val())),
+            ("dispersion", Some(self.dispersion.val())),
+            ("structure_factors", self.structure_factors.as_ref().map(Param::val)),
         ]
     }
 
@@ -177,7 +187,10 @@ impl<B: Backend> Params<B> {
             .and_then(|(_, t)| t)
     }
 
-    /// Replace parameter `name` by `value` (same length), e.g. to refine or perturb it.
+    /// Replace parameter `name` by `value` (same length), e.g. to refine or perturb it, or to
+    /// render from a tensor the caller computed (a network's output, say): `value` is taken as
+    /// it is, gradients flow back through it into the caller's graph. The parameter keeps its
+    /// id.
     pub fn replace(mut self, name: &str, value: Tensor<B, 1>) -> crate::error::Result<Self> {
         let current = self
             .get(name)
@@ -209,7 +222,7 @@ impl<B: Backend> Params<B> {
             "structure_factors" => self.structure_factors.as_mut().expect("present: checked by get"),
             other => unreachable!("{other} is not a parameter but get found it"),
         };
-        *slot = value;
+        *slot = Param::initialized(slot.id, value);
         Ok(self)
     }
 
@@ -241,11 +254,11 @@ impl<B: Backend> Params<B> {
         let frame = DetectorFrame::from_config(&cfg.detector, hd);
         let det = detector_in_frame(
             &frame,
-            self.distance.clone(),
-            self.close_distance.clone(),
-            self.beam_center.clone(),
-            self.detector_rotation.clone(),
-            self.twotheta.clone(),
+            self.distance.val(),
+            self.close_distance.as_ref().map(Param::val),
+            self.beam_center.val(),
+            self.detector_rotation.val(),
+            self.twotheta.val(),
             device,
         );
         let row = |v: Tensor<B, 1>| v.reshape([1, 3]);
@@ -259,15 +272,10 @@ impl<B: Backend> Params<B> {
             let k = 1e-10 / exp.lambda0;
             [0, 1, 2].map(|j| [m[0][j] * k, m[1][j] * k, m[2][j] * k])
         });
-        let lat = lattice(
-            self.cell.clone(),
-            self.misset.clone(),
-            matrix,
-            cfg.crystal.cell.is_some(),
-        );
+        let lat = lattice(self.cell.val(), self.misset.val(), matrix, cfg.crystal.cell.is_some());
         let abc = Tensor::cat(vec![row(lat.a), row(lat.b), row(lat.c)], 0); // [3 vectors, 3]
-        let phis = self.phi.clone().narrow(0, 0, 1)
-            + self.phi.clone().narrow(0, 1, 1) * leaf((0..exp.phi.count).map(|k| k as f64).collect(), device);
+        let phis = self.phi.val().narrow(0, 0, 1)
+            + self.phi.val().narrow(0, 1, 1) * leaf((0..exp.phi.count).map(|k| k as f64).collect(), device);
         let spindle = leaf(hd.spindle.to_vec(), device)
             .reshape([1, 3])
             .expand([exp.phi.count, 3]);
@@ -275,7 +283,7 @@ impl<B: Backend> Params<B> {
         let domains = exp.mosaic_umats.len();
         let (axes, scales) = mosaic::mosaic_axes(exp.mosaic_spread > 0.0, domains, cfg.crystal.mosaic_seed);
         let axes = tensor2(axes.concat(), [domains, 3], device);
-        let u = mosaic::mosaic_rotations(axes, leaf(scales, device), self.mosaic_spread.clone()); // [M, 3, 3]
+        let u = mosaic::mosaic_rotations(axes, leaf(scales, device), self.mosaic_spread.val()); // [M, 3, 3]
         let np = exp.phi.count;
         // M_{φ,m} = U_m · R_φ, as [Φ·M, 3, 3]
         let rots = u
@@ -302,8 +310,11 @@ impl<B: Backend> Params<B> {
         let mut offset_cols = Vec::with_capacity(3);
         for v in 0..3 {
             let vecs = rotated.clone().narrow(2, v, 1).reshape([nr, 3]); // [Φ·M, 3]
-                                                                         // coefficient columns v/λ_s for (s, r): [3, S·Φ·M]
-            let cols = vecs.clone().transpose().unsqueeze_dim::<3>(1).expand([3, s, nr])
+                                                                         // coefficient columns v/λ_s for (s, r): [3, S·Φ·M]. The unit axis is added before
+                                                                         // the axes are swapped: reshaping a transposed view with a unit axis is what burn
+                                                                         // 0.21's cube backends got wrong (vendor/README.md), so this holds even without
+                                                                         // the patched burn-std.
+            let cols = vecs.clone().reshape([nr, 1, 3]).swap_dims(0, 2).expand([3, s, nr])
                 * inv_lambda.clone().reshape([1, s, 1]);
             coef_cols.push(cols.reshape([3, c]));
             // offsets v·i_s/λ_s: [1, S·Φ·M]
@@ -311,15 +322,19 @@ impl<B: Backend> Params<B> {
             offset_cols.push(off.reshape([1, c]));
         }
         let scalar = |t: &Tensor<B, 1>| t.clone().reshape([1, 1]);
-        let default_f = scalar(&self.default_f);
+        let default_f = scalar(&self.default_f.val());
         let hkl = host.hkl.as_ref().map(|g| HklTensor {
-            values: self.structure_factors.clone().unwrap_or_else(|| g.values.clone()),
+            values: self
+                .structure_factors
+                .as_ref()
+                .map(Param::val)
+                .unwrap_or_else(|| g.values.clone()),
             default_f_tensor: Some(default_f.clone()),
             ..g.clone()
         });
         let recip = Tensor::cat(vec![lat.a_star.clone(), lat.b_star.clone(), lat.c_star.clone()], 0).reshape([1, 9]);
         // C's I_bg = F_w²·r_e²·fluence·(water size)³·10⁶·N_A/M_w
-        let i_bg = scalar(&self.fluence) * scalar(&self.water_size).powi_scalar(3) * WATER_BACKGROUND;
+        let i_bg = scalar(&self.fluence.val()) * scalar(&self.water_size.val()).powi_scalar(3) * WATER_BACKGROUND;
         SceneTensors {
             coef: Tensor::cat(coef_cols, 1),
             offset: Tensor::cat(offset_cols, 1),
@@ -331,13 +346,13 @@ impl<B: Backend> Params<B> {
             odet_col: det.odet.reshape([3, 1]),
             close_distance: det.close_distance.reshape([1, 1]),
             distance: det.distance.reshape([1, 1]),
-            fluence: self.fluence.clone().reshape([1, 1]),
+            fluence: self.fluence.val().reshape([1, 1]),
             hkl,
             lattice: Some(LatticeTensors {
-                n: self.n_cells.clone().reshape([1, 3]),
+                n: self.n_cells.val().reshape([1, 3]),
                 recip,
             }),
-            kahn: (!exp.nopolar).then(|| scalar(&self.polarization)),
+            kahn: (!exp.nopolar).then(|| scalar(&self.polarization.val())),
             default_f: Some(default_f),
             i_bg: Some(i_bg),
             ..host.clone()
@@ -367,9 +382,8 @@ impl<B: Backend> Params<B> {
                 }
             }
         }
-        let k =
-            tensor2(unit, [1, s], device) + tensor2(spread, [1, s], device) * self.dispersion.clone().reshape([1, 1]);
-        let lambda = self.lambda0.clone().reshape([1, 1]) * k + tensor2(fixed, [1, s], device);
+        let k = tensor2(unit, [1, s], device) + tensor2(spread, [1, s], device) * self.dispersion.val().reshape([1, 1]);
+        let lambda = self.lambda0.val().reshape([1, 1]) * k + tensor2(fixed, [1, s], device);
         lambda.recip()
     }
 }

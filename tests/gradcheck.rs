@@ -89,7 +89,7 @@ fn weighted_sum(cfg: &SimConfig, exp: &Experiment, p: &Params<B>, w: &[f32]) -> 
 
 fn autodiff(cfg: &SimConfig, exp: &Experiment, w: &[f32]) -> Vec<ParamGradient> {
     let d = dev();
-    let ad_params = Params::<Ad>::new(cfg, exp, &d).map(|t| t.require_grad());
+    let ad_params = Params::<Ad>::new(cfg, exp, &d).map_tensors(|t| t.require_grad());
     image_vjp(cfg, exp, &ad_params, Some(w), &RenderOptions::default(), &d)
         .unwrap()
         .1

@@ -10,6 +10,7 @@ use crate::params::Params;
 use crate::scene::{Scene, SceneTensors};
 use crate::setup::Experiment;
 use crate::simulate::{render_scene, Image, RenderOptions};
+use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 
 /// A scalar function of `x` with its gradient.
@@ -58,7 +59,7 @@ impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
         Self {
             cfg,
             exp,
-            base: Params::new(cfg, exp, device),
+            base: Params::new(cfg, exp, device).no_grad(),
             selection,
             observed,
             mask: None,
@@ -105,7 +106,7 @@ impl<B: AutodiffBackend> ImageObjective<'_, B> {
                 exp.detector.pixels()
             )));
         }
-        let params = self.params(x)?.map(|t| t.detach().require_grad());
+        let params = self.params(x)?.map_tensors(|t| t.detach().require_grad());
         let (loss, observed, mask) = (self.loss, self.observed, self.mask);
         let weigh = |pixels: &[u32], values: &[f64]| {
             let mut total = 0.0;

@@ -1,0 +1,154 @@
+//! The embedding API: the simulator as a burn [`Module`] whose parameters are trainable
+//! [`Param`](burn::module::Param)s and whose forward pass returns the image as a tensor on the
+//! caller's device (and, under `Autodiff`, on the caller's graph).
+//!
+//! ```no_run
+//! use burn::backend::{ndarray::NdArrayDevice, Autodiff, NdArray};
+//! use burn::module::Module;
+//! use nanobragg::Simulator;
+//!
+//! type B = Autodiff<NdArray<f64>>;
+//! let device = NdArrayDevice::Cpu;
+//! let sim = Simulator::<B>::from_args(
+//!     &["-default_F", "100", "-cell", "100", "100", "100", "90", "90", "90",
+//!       "-lambda", "6.2", "-N", "5", "-detpixels", "64"],
+//!     &device,
+//! )?;
+//! let image = sim.forward(); // [spixels, fpixels], photons per pixel
+//! let grads = image.sum().backward();
+//! let d_distance = sim.params.distance.grad(&grads); // ∂Σ/∂distance, per metre
+//! println!("{} parameters", sim.num_params());
+//! # Ok::<(), nanobragg::Error>(())
+//! ```
+//!
+//! See `docs/embedding.md`.
+
+use crate::cli::{parse_args, Parsed};
+use crate::config::SimConfig;
+use crate::error::{Error, Result};
+use crate::params::Params;
+use crate::scene::Scene;
+use crate::setup::{load_structure_factors, Experiment};
+use crate::simulate::{chunk_intensity, chunking, RenderOptions};
+use burn::module::Module;
+use burn::tensor::{backend::Backend, IndexingUpdateOp, Int, Tensor, TensorData};
+use std::sync::Arc;
+
+/// Elements per `[samples, orientations]` intermediate of one chunk of [`Simulator::forward`]
+/// (the memory budget caps it further): large, because the whole graph of a differentiable
+/// forward pass stays alive anyway, and accelerators want few, large kernels.
+pub const FORWARD_CHUNK_ELEMENTS: usize = 1 << 20;
+
+/// What the host resolved once: the configuration, the experiment (conventions, counts, random
+/// draws) and how to chunk. Shared, read-only, by clones of a [`Simulator`].
+#[derive(Debug)]
+pub struct Setup {
+    pub cfg: SimConfig,
+    pub exp: Experiment,
+    pub options: RenderOptions,
+}
+
+/// The simulator as a burn module: `params` are its trainable parameters (see [`Params`] for
+/// names and units); everything else is the host's resolution of the configuration, which is
+/// not a parameter and is not saved with the module's record.
+#[derive(Module, Debug)]
+pub struct Simulator<B: Backend> {
+    /// The continuous parameters, trainable.
+    pub params: Params<B>,
+    setup: Arc<Setup>,
+}
+
+impl<B: Backend> Simulator<B> {
+    /// A simulator from the C program's flags (same flags, units and defaults as the
+    /// `nanobragg` binary; output flags are accepted and ignored). Structure factors are read
+    /// as the binary reads them (`-hkl`, else `Fdump.bin`, else `-default_F`), but no file is
+    /// written.
+    pub fn from_args(args: &[&str], device: &B::Device) -> Result<Simulator<B>> {
+        match parse_args(args)? {
+            Parsed::Run(cfg, _) => Self::new(&cfg, device),
+            Parsed::Help => Err(Error::Config("-h asks for the usage text, not a simulation".into())),
+        }
+    }
+
+    /// A simulator from a configuration, with its parameters at the values the host setup
+    /// resolves (trainable).
+    pub fn new(cfg: &SimConfig, device: &B::Device) -> Result<Self> {
+        let grid = load_structure_factors(cfg)?;
+        let exp = Experiment::with_structure_factors(cfg, grid)?;
+        let options = RenderOptions {
+            max_chunk_elements: Some(FORWARD_CHUNK_ELEMENTS),
+            threads: 1,
+            ..RenderOptions::default()
+        };
+        Ok(Self {
+            params: Params::new(cfg, &exp, device),
+            setup: Arc::new(Setup {
+                cfg: cfg.clone(),
+                exp,
+                options,
+            }),
+        })
+    }
+
+    /// The same simulator rendering in chunks planned from `options` (memory budget, chunk
+    /// cap); threads and progress are not used by [`Simulator::forward`].
+    pub fn with_options(self, options: RenderOptions) -> Self {
+        let Setup { cfg, exp, .. } = &*self.setup;
+        Self {
+            setup: Arc::new(Setup {
+                cfg: cfg.clone(),
+                exp: exp.clone(),
+                options,
+            }),
+            params: self.params,
+        }
+    }
+
+    /// The host's resolution of the configuration.
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    /// The image `[spixels, fpixels]` (photons per pixel, 0 outside the ROI and in masked
+    /// pixels) at the module's own parameters: the same values as the binary's `-floatfile`
+    /// (up to the backend's precision).
+    pub fn forward(&self) -> Tensor<B, 2> {
+        self.forward_with(&self.params)
+    }
+
+    /// The image at `params`, tensors the caller may have computed (e.g. with
+    /// [`Params::replace`]); gradients flow back into them.
+    pub fn forward_with(&self, params: &Params<B>) -> Tensor<B, 2> {
+        let Setup { cfg, exp, options } = &*self.setup;
+        let device = params.cell.val().device();
+        let d = &exp.detector;
+        let host = Scene::new(exp);
+        let scene = params.scene(cfg, exp, &device);
+        let active = exp.active_pixels();
+        let (per_chunk, block) = chunking(exp, &host, active.len(), options);
+        // C switches tricubic interpolation off for good at the first out-of-range point:
+        // chunks run in C's pixel order, so the rule holds across them
+        let mut tricubic = exp.structure_factors.interpolate;
+        let mut parts = Vec::with_capacity(active.len().div_ceil(per_chunk.max(1)));
+        for pixels in active.chunks(per_chunk.max(1)) {
+            let out = chunk_intensity(exp, &host, &scene, pixels, tricubic, block, &device);
+            tricubic &= !out.out_of_range;
+            parts.push(out.intensity.reshape([pixels.len()]));
+        }
+        let n = d.spixels * d.fpixels;
+        let values = match parts.len() {
+            0 => Tensor::zeros([0], &device),
+            1 => parts.pop().expect("one part"),
+            _ => Tensor::cat(parts, 0),
+        };
+        let image = if active.len() == n {
+            // every pixel rendered, in order
+            values
+        } else {
+            let index: Vec<i64> = active.iter().map(|&i| i as i64).collect();
+            let index = Tensor::<B, 1, Int>::from_data(TensorData::new(index, [active.len()]), &device);
+            Tensor::zeros([n], &device).select_assign(0, index, values, IndexingUpdateOp::Add)
+        };
+        image.reshape([d.spixels, d.fpixels])
+    }
+}

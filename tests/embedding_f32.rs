@@ -1,0 +1,48 @@
+//! The embedding contract on `NdArray<f32>` (its own binary: burn fixes a device's float dtype
+//! per process). `forward()` equals the binary's f64 `-floatfile` to f32 arithmetic.
+
+use burn::backend::ndarray::{NdArray, NdArrayDevice};
+use burn::tensor::DType;
+use nanobragg::Simulator;
+
+const FLAGS: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 \
+    -distance 80 -pixel 0.4 -detpixels 24 -detector_rotx 2 -twotheta 3 -mosaic 0.5 -mosaic_dom 3 \
+    -phi 5 -osc 2 -phisteps 2 -polar 0.8 -roi 2 20 1 22 -oversample 1";
+
+#[test]
+fn forward_on_ndarray_f32_equals_the_float_image() {
+    let device = NdArrayDevice::Cpu;
+    burn::tensor::set_default_dtypes::<NdArray<f32>>(&device, DType::F32, DType::I64).unwrap();
+    let args: Vec<&str> = FLAGS.split_whitespace().collect();
+    let sim = Simulator::<NdArray<f32>>::from_args(&args, &device).unwrap();
+    let got: Vec<f32> = sim.forward().into_data().convert::<f32>().to_vec().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+        .args(&args)
+        .args(["-floatfile", "float.bin", "-nonoise", "-nopgm", "-noprogress"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want: Vec<f32> = std::fs::read(dir.path().join("float.bin"))
+        .unwrap()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(got.len(), want.len());
+    let max = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(max > 0.0, "blank reference");
+    let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max) / max;
+    println!("NdArray<f32>: forward vs -floatfile max |Δ|/max = {worst:.1e}");
+    assert!(
+        worst <= 1e-4,
+        "forward differs from -floatfile by {worst:e} of the maximum"
+    );
+    // outside the ROI the image is exactly 0
+    assert!(got
+        .iter()
+        .zip(&want)
+        .filter(|(_, w)| **w == 0.0)
+        .all(|(g, _)| *g == 0.0));
+}
