@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 /// Bytes assumed per element of a `[samples, orientations]` intermediate, summed over the
 /// tensors alive at once (conservative, f64).
-const BYTES_PER_ELEMENT: usize = 8 * 24;
+pub(crate) const BYTES_PER_ELEMENT: usize = 8 * 24;
 /// Elements per `[samples, orientations]` intermediate aimed for (cache-sized).
 const CACHE_ELEMENTS: usize = 1 << 15;
 /// Chunk cap of forward+backward passes (see [`gradient_chunking`]; measured in
