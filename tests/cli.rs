@@ -255,7 +255,14 @@ fn device_node_outputs_are_written_in_place() {
 #[cfg(target_os = "linux")]
 #[test]
 fn dev_null_is_a_sink() {
-    // C accepts /dev/null as an output; written in place this needs no rights on /dev
+    // C accepts /dev/null as an output; written in place this needs no rights on /dev. Not run
+    // as root, where a regression would replace the machine's /dev/null (the mknod test above
+    // covers root)
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
+        eprintln!("SKIP: running as root");
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let out = nanobragg(
         tmp.path(),
@@ -501,4 +508,50 @@ fn roi_outside_the_detector_warns() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("WARNING") && log.contains("outside"), "{log}");
+}
+
+#[test]
+fn nan_pixels_are_an_error_unless_allowed() {
+    // an infinite fluence times the zero intensity between spots is NaN
+    let tmp = tempfile::tempdir().unwrap();
+    let args = base_with(&["-flux", "1e300", "-exposure", "1e300", "-seed", "3"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd = binary();
+    cmd.args(&args).current_dir(tmp.path());
+    let out = common::output_within(cmd, std::time::Duration::from_secs(20)).expect("finishes");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("NaN") && err.contains("slow=0 fast=0"), "{err}");
+    assert!(!tmp.path().join("noiseimage.img").exists());
+    // allowed: written, with a warning, and the noise image finishes
+    let mut cmd = binary();
+    cmd.args(&args).arg("-allow_nonfinite").current_dir(tmp.path());
+    let out = common::output_within(cmd, std::time::Duration::from_secs(20)).expect("finishes");
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(log.contains("WARNING") && log.contains("NaN"), "{log}");
+    assert!(!log.contains("overflowed to infinity"), "{log}");
+    let noise = std::fs::read(tmp.path().join("noiseimage.img")).unwrap();
+    assert_eq!(noise.len(), 512 + 2 * 32 * 32);
+}
+
+#[test]
+fn infinite_pixels_from_cs_overflow_warn() {
+    // -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term; C's
+    // sum overflows to infinity too
+    let tmp = tempfile::tempdir().unwrap();
+    let args = base_with(&[
+        "-point_pixel",
+        "-oversample_omega",
+        "-oversample",
+        "30",
+        "-nonoise",
+        "-nopgm",
+    ]);
+    let out = nanobragg(tmp.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(log.contains("overflowed to infinity"), "{log}");
+    assert!(!log.contains("NaN"), "{log}");
+    assert!(read_f32(&tmp.path().join("floatimage.bin")).iter().all(|v| !v.is_nan()));
 }
