@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod derivative;
 pub mod diff;
 pub mod engine;

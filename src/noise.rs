@@ -60,7 +60,18 @@ impl PoissonNoise {
     }
 
     /// Poisson deviate with mean `xm`, as C's `poidev`.
+    ///
+    /// Terminates for every input. A non-finite mean draws nothing from the generator and gives
+    /// itself back: NaN stays NaN and +∞ stays +∞ (C's `poidev` loops forever on NaN), while −∞
+    /// gives 0 as every negative mean does. A finite mean above 10⁶ uses C's Gaussian
+    /// approximation, whose result may round to +∞ in single precision near `f32::MAX`.
     pub fn poisson(&mut self, xm: f32) -> f32 {
+        if xm.is_nan() || xm == f32::INFINITY {
+            return xm;
+        }
+        if xm == f32::NEG_INFINITY {
+            return 0.0;
+        }
         if xm > 1.0e6 {
             return (xm as f64 + (xm as f64).sqrt() * self.gaussian() as f64) as f32;
         }
@@ -107,6 +118,70 @@ mod tests {
         for n in 1..15u32 {
             let fact: f64 = (1..n).map(|k| k as f64).product();
             assert!((gammln(n as f32) as f64 - fact.ln()).abs() < 1e-4, "{n}");
+        }
+    }
+
+    /// Runs `f` on a thread and fails if it has not returned within a few seconds.
+    fn finishes<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{what} did not finish"))
+    }
+
+    #[test]
+    fn poisson_terminates_on_any_mean() {
+        let means = [
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::MIN,
+            1e30,
+            1.0e6,
+            1.0e6 + 64.0,
+            12.0,
+            11.999,
+            f32::MIN_POSITIVE,
+            1e-45,
+            0.0,
+            -0.0,
+            -5.0,
+        ];
+        for mean in means {
+            let got = finishes(&format!("poisson({mean})"), move || {
+                let mut noise = PoissonNoise::new(7);
+                (0..200).map(|_| noise.poisson(mean)).collect::<Vec<f32>>()
+            });
+            for v in got {
+                if mean.is_nan() {
+                    assert!(v.is_nan());
+                } else if mean == f32::INFINITY {
+                    assert_eq!(v, f32::INFINITY);
+                } else if mean <= 0.0 {
+                    assert_eq!(v, 0.0, "mean {mean}");
+                } else if mean > 1e6 {
+                    // C's Gaussian approximation: not an integer, +inf near f32::MAX
+                    assert!(v > 0.0, "mean {mean}: {v}");
+                } else {
+                    assert!(v >= 0.0 && v.fract() == 0.0, "mean {mean}: {v}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn non_finite_means_leave_the_stream_alone() {
+        // a NaN pixel must not shift the noise of the pixels after it
+        let mut a = PoissonNoise::new(99);
+        let mut b = PoissonNoise::new(99);
+        let _ = b.poisson(f32::NAN);
+        let _ = b.poisson(f32::INFINITY);
+        for _ in 0..50 {
+            assert_eq!(a.poisson(30.0), b.poisson(30.0));
         }
     }
 

@@ -118,21 +118,57 @@ pub fn pgm_image(exp: &Experiment, image: &Image, scale: f64) -> Vec<u8> {
 /// The Poisson noise image with C's generator: for each ROI pixel in order, a deviate of the
 /// pixel's photons, plus adc, clipped at 65535 (an overload) and truncated. Returns the image,
 /// the photon total and the overload count.
+///
+/// Non-finite pixels (which C cannot handle: its sampler never returns for NaN) draw no random
+/// number and add no photons: +∞ gives 65535 and counts as an overload, NaN gives 0 (as in the
+/// int image), −∞ gives adc (a deviate of 0, like any negative mean).
 pub fn noise_image(exp: &Experiment, image: &Image, seed: i64, adc: f64) -> (Vec<u16>, f64, usize) {
     let mut noise = PoissonNoise::new(seed);
     let mut out = vec![0u16; image.data.len()];
     let (mut photons, mut overloads) = (0.0, 0usize);
     for idx in roi_pixels(exp) {
         let n = noise.poisson(image.data[idx]) as f64;
-        photons += n;
+        if n.is_finite() {
+            photons += n;
+        }
         let mut v = n + adc;
         if v > 65535.0 {
             v = 65535.0;
             overloads += 1;
         }
+        // a NaN deviate becomes 0 here (Rust's float-to-int cast), as in the int image
         out[idx] = v as u16;
     }
     (out, photons, overloads)
+}
+
+/// Where an image holds values that are not finite numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NonFinite {
+    /// Pixels that are NaN, and the (slow, fast) position of the first in C's order.
+    pub nan: usize,
+    pub first_nan: Option<(usize, usize)>,
+    /// Pixels that are ±∞ (an overflow of the f32 range), and the first one's (slow, fast).
+    pub infinite: usize,
+    pub first_infinite: Option<(usize, usize)>,
+}
+
+impl NonFinite {
+    /// Scans an image (row-major, `fpixels` per row).
+    pub fn scan(image: &Image) -> Self {
+        let mut r = Self::default();
+        let at = |idx: usize| (idx / image.fpixels.max(1), idx % image.fpixels.max(1));
+        for (idx, v) in image.data.iter().enumerate() {
+            if v.is_nan() {
+                r.nan += 1;
+                r.first_nan.get_or_insert(at(idx));
+            } else if v.is_infinite() {
+                r.infinite += 1;
+                r.first_infinite.get_or_insert(at(idx));
+            }
+        }
+        r
+    }
 }
 
 /// SMV header values of an experiment, computed as C does.
@@ -162,5 +198,61 @@ pub fn smv_fields(exp: &Experiment) -> SmvFields {
         osc_start_deg: exp.phi0.to_degrees(),
         osc_range_deg: exp.phi.range.to_degrees(),
         twotheta_deg: d.twotheta.to_degrees(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SimConfig;
+
+    fn experiment(pixels: usize) -> Experiment {
+        let mut cfg = SimConfig::default();
+        cfg.crystal.cell = Some([
+            1e-8,
+            1e-8,
+            1e-8,
+            90f64.to_radians(),
+            90f64.to_radians(),
+            90f64.to_radians(),
+        ]);
+        cfg.crystal.default_f = 100.0;
+        cfg.detector.fpixels = Some(pixels);
+        cfg.detector.spixels = Some(pixels);
+        Experiment::with_structure_factors(&cfg, None).unwrap()
+    }
+
+    fn image(data: Vec<f32>, fpixels: usize) -> Image {
+        Image {
+            fpixels,
+            spixels: data.len() / fpixels,
+            data,
+            omega_sum: 0.0,
+            interpolation_fell_back: false,
+        }
+    }
+
+    #[test]
+    fn non_finite_pixels_are_counted_and_located() {
+        let mut data = vec![1.0f32; 12];
+        data[5] = f32::NAN;
+        data[7] = f32::INFINITY;
+        data[9] = f32::NAN;
+        data[10] = f32::NEG_INFINITY;
+        let r = NonFinite::scan(&image(data, 4));
+        assert_eq!((r.nan, r.first_nan), (2, Some((1, 1))));
+        assert_eq!((r.infinite, r.first_infinite), (2, Some((1, 3))));
+        assert_eq!(NonFinite::scan(&image(vec![0.0; 4], 2)), NonFinite::default());
+    }
+
+    #[test]
+    fn noise_of_non_finite_pixels_is_defined() {
+        let exp = experiment(2);
+        let img = image(vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 5.0], 2);
+        let (noisy, photons, overloads) = noise_image(&exp, &img, 1, 40.0);
+        assert_eq!(&noisy[..3], &[0, 65535, 40]);
+        assert_eq!(overloads, 1);
+        // only the finite pixel adds photons
+        assert_eq!(photons, noisy[3] as f64 - 40.0);
     }
 }

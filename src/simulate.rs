@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 /// Bytes assumed per element of a `[samples, orientations]` intermediate, summed over the
 /// tensors alive at once (conservative, f64).
-const BYTES_PER_ELEMENT: usize = 8 * 24;
+pub(crate) const BYTES_PER_ELEMENT: usize = 8 * 24;
 /// Elements per `[samples, orientations]` intermediate aimed for (cache-sized).
 const CACHE_ELEMENTS: usize = 1 << 15;
 /// Chunk cap of forward+backward passes (see [`gradient_chunking`]; measured in
@@ -614,7 +614,10 @@ pub fn chunk_intensity_probed<B: Backend>(
             let bragg = (term * suffix).mask_fill(skipped, 0.0).sum_dim(1);
             match &st.i_bg {
                 Some(i_bg) => bragg + all * rows_for_autodiff(i_bg.clone(), p),
-                None => bragg + all * exp.i_bg,
+                // without water no background term: an overflowed product times 0 would be NaN
+                // where C's running sum is +∞
+                None if exp.i_bg != 0.0 => bragg + all * exp.i_bg,
+                None => bragg,
             }
         }
     };

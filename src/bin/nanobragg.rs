@@ -3,18 +3,19 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
 use nanobragg::config::{HklSource, Pivot, SimConfig};
+use nanobragg::console::Console;
 use nanobragg::engine::Engine;
 use nanobragg::io::cfmt::fmt_g;
 use nanobragg::io::{
     fdump::write_fdump, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image,
     smv::write_smv,
 };
-use nanobragg::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale, smv_fields, Statistics};
+use nanobragg::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale, smv_fields, NonFinite, Statistics};
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
 use nanobragg::simulate::{Image, Progress, RenderOptions};
 use nanobragg::trace::trace_pixel;
 use nanobragg::{Error, Result};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,21 +23,47 @@ use std::time::{Duration, Instant};
 /// C exits with 9 on bad input; so do we, for every error.
 const EXIT_ERROR: u8 = 9;
 
+/// Standard output, where C prints its log.
+type Out = Console<std::io::Stdout>;
+
 fn main() -> ExitCode {
+    remove_temporaries_on_signal();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    let mut con = Console::stdout();
+    match run(&args, &mut con).and_then(|()| con.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("nanobragg: error: {e}");
+            // stderr may be unwritable too: never panic over the message
+            let _ = writeln!(std::io::stderr(), "nanobragg: error: {e}");
             ExitCode::from(EXIT_ERROR)
         }
     }
 }
 
-fn run(args: &[String]) -> Result<()> {
+/// On SIGINT or SIGTERM, delete the hidden temporary files of outputs being written, then end
+/// with status 128 + the signal number, as the default action would report it to a shell.
+#[cfg(unix)]
+fn remove_temporaries_on_signal() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    // without a handler (it cannot be installed) the signals keep their default action
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            nanobragg::io::atomic::remove_temporary_files();
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
+#[cfg(not(unix))]
+fn remove_temporaries_on_signal() {}
+
+fn run(args: &[String], con: &mut Out) -> Result<()> {
     let (cfg, run_opts) = match parse_args(args)? {
         Parsed::Help => {
-            print!("{}", usage());
+            write!(con, "{}", usage())?;
             return Ok(());
         }
         Parsed::Run(cfg, opts) => (*cfg, opts),
@@ -50,32 +77,65 @@ fn run(args: &[String]) -> Result<()> {
         write_fdump(std::path::Path::new("Fdump.bin"), grid)?;
     }
     for w in &exp.warnings {
-        println!("WARNING: {w}");
+        writeln!(con, "WARNING: {w}")?;
     }
-    print_setup(&exp);
+    print_setup(&exp, con)?;
     // an engine that cannot start fails here, before anything is rendered
     let device = engine.probe()?;
     if engine != Engine::default() {
-        println!("engine: {} on {device}", engine.name());
+        writeln!(con, "engine: {} on {device}", engine.name())?;
     }
     let image = engine.render(&exp, &render_options(&cfg, &run_opts))?;
-    let non_finite = image.data.iter().filter(|v| !v.is_finite()).count();
-    if non_finite > 0 {
-        println!("WARNING: {non_finite} pixels overflowed to infinity (as C: e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term)");
-    }
+    check_finite(&image, run_opts.allow_nonfinite, con)?;
     if image.interpolation_fell_back {
-        println!("WARNING: out of range for three point interpolation: nearest neighbour used from there on");
+        writeln!(
+            con,
+            "WARNING: out of range for three point interpolation: nearest neighbour used from there on"
+        )?;
     }
     if cfg.output.printout && cfg.output.printout_pixel.is_none() {
-        print_pixels(&exp, &image);
+        print_pixels(&exp, &image, con)?;
     }
-    print_traces(&cfg, &exp);
-    write_outputs(&cfg, &exp, &image)?;
-    write_derivatives(&cfg, &exp, &run_opts)
+    print_traces(&cfg, &exp, con)?;
+    write_outputs(&cfg, &exp, &image, con)?;
+    write_derivatives(&cfg, &exp, &run_opts, con)
+}
+
+/// Reports pixels that are not finite numbers. Infinity is an overflow of the f32 range, which
+/// C produces too (e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R²
+/// per term): a warning. NaN is no value at all: an error unless `-allow_nonfinite`.
+fn check_finite(image: &Image, allow_nan: bool, con: &mut Out) -> Result<()> {
+    let r = NonFinite::scan(image);
+    let at = |p: Option<(usize, usize)>| p.map(|(s, f)| format!("slow={s} fast={f}")).unwrap_or_default();
+    if r.infinite > 0 {
+        writeln!(
+            con,
+            "WARNING: {} pixels overflowed to infinity, the first at {} (as C: e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term)",
+            r.infinite,
+            at(r.first_infinite)
+        )?;
+    }
+    if r.nan == 0 {
+        return Ok(());
+    }
+    let what = format!(
+        "{} pixels are NaN (not a number), the first at {}",
+        r.nan,
+        at(r.first_nan)
+    );
+    if !allow_nan {
+        return Err(Error::Config(format!(
+            "{what}: the simulation has no value there (check the inputs; -allow_nonfinite writes the images anyway)"
+        )));
+    }
+    writeln!(
+        con,
+        "WARNING: {what}; written as NaN to the float image and as 0 to the int and noise images"
+    )
 }
 
 /// `-derivative NAME FILE`: exact per-pixel derivatives, raw f32 like `-floatfile`.
-fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions) -> Result<()> {
+fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions, con: &mut Out) -> Result<()> {
     let wanted = &cfg.output.derivatives;
     if wanted.is_empty() {
         return Ok(());
@@ -88,28 +148,30 @@ fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions) -
     let images = run_opts.engine()?.derivatives(cfg, exp, &names, &opts)?;
     for ((_, path), d) in wanted.iter().zip(images) {
         write_float_image(path, &d.data)?;
-        println!(
+        writeln!(
+            con,
             "writing {} as {} 4-byte floats: d(pixel value)/d({}) per {}",
             path.display(),
             d.data.len(),
             d.spec.name,
             d.spec.unit
-        );
+        )?;
     }
     Ok(())
 }
 
 /// `-printout` alone: every rendered pixel's value, as C lists them.
-fn print_pixels(exp: &Experiment, image: &Image) {
+fn print_pixels(exp: &Experiment, image: &Image, con: &mut Out) -> Result<()> {
     for idx in exp.active_pixels() {
         let idx = idx as usize;
         let (s, f) = (idx / image.fpixels, idx % image.fpixels);
-        println!("{f:4} {s:4} : I = {}", fmt_g(image.data[idx] as f64));
+        writeln!(con, "{f:4} {s:4} : I = {}", fmt_g(image.data[idx] as f64))?;
     }
+    Ok(())
 }
 
 /// `-trace_pixel s f` and `-printout_pixel f s`: C's per-pixel trace of intermediate values.
-fn print_traces(cfg: &SimConfig, exp: &Experiment) {
+fn print_traces(cfg: &SimConfig, exp: &Experiment, con: &mut Out) -> Result<()> {
     let out = &cfg.output;
     let wanted = out
         .trace_pixel
@@ -123,69 +185,83 @@ fn print_traces(cfg: &SimConfig, exp: &Experiment) {
             .and_then(|(f, s)| trace_pixel(exp, f, s));
         match traced {
             Some(t) => {
-                println!("TRACE: pixel fast={f} slow={s}");
+                writeln!(con, "TRACE: pixel fast={f} slow={s}")?;
                 for line in t.lines {
-                    println!("TRACE: {line}");
+                    writeln!(con, "TRACE: {line}")?;
                 }
             }
-            None => println!("WARNING: pixel fast={f} slow={s} is not on the detector; nothing to trace"),
+            None => writeln!(
+                con,
+                "WARNING: pixel fast={f} slow={s} is not on the detector; nothing to trace"
+            )?,
         }
     }
+    Ok(())
 }
 
-fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image) -> Result<()> {
+fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out) -> Result<()> {
     let out = &cfg.output;
     let sr = image.omega_sum / exp.steps as f64;
     let g = fmt_g;
-    println!(
+    writeln!(
+        con,
         "solid angle subtended by detector = {} steradian ( {}% sphere)",
         g(sr),
         g(100.0 * sr / 4.0 / std::f64::consts::PI)
-    );
+    )?;
     let stats = Statistics::new(exp, image);
     write_float_image(&out.floatfile, &image.data)?;
-    println!(
+    writeln!(
+        con,
         "writing {} as {} 4-byte floats",
         out.floatfile.display(),
         image.data.len()
-    );
-    println!(
+    )?;
+    writeln!(
+        con,
         "max_I = {}  at {} {}",
         g(stats.max_i),
         g(stats.max_at.0),
         g(stats.max_at.1)
-    );
-    println!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd));
+    )?;
+    writeln!(
+        con,
+        "mean= {} rms= {} rmsd= {}",
+        g(stats.mean),
+        g(stats.rms),
+        g(stats.rmsd)
+    )?;
     let scale = int_scale(out.scale, &stats);
-    println!("intfile_scale = {}", g(scale));
+    writeln!(con, "intfile_scale = {}", g(scale))?;
     let fields = smv_fields(exp);
     write_smv(&out.intfile, &fields, &int_image(exp, image, scale, out.adc))?;
-    println!("writing {} as 2-byte integers", out.intfile.display());
+    writeln!(con, "writing {} as 2-byte integers", out.intfile.display())?;
     if let Some(pgm) = &out.pgmfile {
         let s = pgm_scale(out.pgmscale, scale, &stats);
-        println!("pgm_scale = {}", g(s));
+        writeln!(con, "pgm_scale = {}", g(s))?;
         write_pgm(pgm, image.fpixels, image.spixels, s, &pgm_image(exp, image, s))?;
-        println!("writing {} as 1-byte integers", pgm.display());
+        writeln!(con, "writing {} as 1-byte integers", pgm.display())?;
     }
     if let Some(png) = &out.pngfile {
         write_png_preview(png, image.fpixels, image.spixels, &image.data)?;
-        println!("writing {} as a log-scaled PNG preview", png.display());
+        writeln!(con, "writing {} as a log-scaled PNG preview", png.display())?;
     }
     if let Some(npy) = &out.npyfile {
         write_npy_f32(npy, &[image.spixels, image.fpixels], &image.data)?;
-        println!(
+        writeln!(
+            con,
             "writing {} as a [{}, {}] float32 NumPy array",
             npy.display(),
             image.spixels,
             image.fpixels
-        );
+        )?;
     }
     if let Some(noisefile) = &out.noisefile {
         let seed = out.seed.unwrap_or_else(time_seed);
         let (noisy, photons, overloads) = noise_image(exp, image, seed, out.adc);
-        println!("{photons:.0} photons on noise image ({overloads} overloads)");
+        writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
         write_smv(noisefile, &fields, &noisy)?;
-        println!("writing {} as 2-byte integers", noisefile.display());
+        writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
     }
     Ok(())
 }
@@ -251,7 +327,7 @@ fn progress_bar() -> Progress {
     })
 }
 
-fn print_setup(exp: &Experiment) {
+fn print_setup(exp: &Experiment, con: &mut Out) -> Result<()> {
     let d = &exp.detector;
     let g = fmt_g;
     let around = if d.pivot == Pivot::Beam {
@@ -259,35 +335,40 @@ fn print_setup(exp: &Experiment) {
     } else {
         "sample"
     };
-    println!(
+    writeln!(
+        con,
         "{:?} convention selected, pivoting detector around {around}",
         d.convention
-    );
-    println!(
+    )?;
+    writeln!(
+        con,
         "DETECTOR_PIX0_VECTOR {} {} {}",
         g(d.pix0[0]),
         g(d.pix0[1]),
         g(d.pix0[2])
-    );
+    )?;
     let [a, b, c, al, be, ga] = exp.lattice.cell_parameters().map(g);
-    println!("Unit Cell: {a} {b} {c} {al} {be} {ga}");
+    writeln!(con, "Unit Cell: {a} {b} {c} {al} {be} {ga}")?;
     if let Some(m) = exp.lattice.misset {
-        println!(
+        writeln!(
+            con,
             "misset angles: {} {} {} deg",
             g(m[0].to_degrees()),
             g(m[1].to_degrees()),
             g(m[2].to_degrees())
-        );
+        )?;
     }
     let [na, nb, nc] = exp.n_cells;
-    println!(
+    writeln!(
+        con,
         "  {} sources, {} mosaic domains, {} phi steps",
         exp.sources.len(),
         exp.mosaic_umats.len(),
         exp.phi.count
-    );
-    println!("  xtal: {na}x{nb}x{nc} cells");
-    println!(
+    )?;
+    writeln!(con, "  xtal: {na}x{nb}x{nc} cells")?;
+    writeln!(
+        con,
         "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
         g(d.distance),
         g(d.detsize_f),
@@ -295,9 +376,9 @@ fn print_setup(exp: &Experiment) {
         g(d.pixel_size),
         d.fpixels,
         d.spixels
-    );
-    println!("  Xbeam={} Ybeam={}", g(d.xbeam), g(d.ybeam));
-    println!("  Fbeam={} Sbeam={}", g(d.fbeam), g(d.sbeam));
-    println!("  Fclose={} Sclose={}", g(d.fclose), g(d.sclose));
-    println!("  {}x{} pixel oversample steps", exp.oversample, exp.oversample);
+    )?;
+    writeln!(con, "  Xbeam={} Ybeam={}", g(d.xbeam), g(d.ybeam))?;
+    writeln!(con, "  Fbeam={} Sbeam={}", g(d.fbeam), g(d.sbeam))?;
+    writeln!(con, "  Fclose={} Sclose={}", g(d.fclose), g(d.sclose))?;
+    writeln!(con, "  {}x{} pixel oversample steps", exp.oversample, exp.oversample)
 }

@@ -134,6 +134,7 @@ pub(crate) enum Opt {
     Fusion,
     Precision,
     MemoryMb,
+    AllowNonfinite,
 }
 
 /// How many values follow a flag.
@@ -153,7 +154,7 @@ impl Opt {
         match self {
             Help | PointPixel | CurvedDet | Conv(_) | RoundDiv | SquareDiv | Nopolar | Coherent | Shape(_)
             | OversampleThick | OversamplePolar | OversampleOmega | Interpolate | NoInterpolate | Nonoise | Nopgm
-            | Printout | Progress | NoProgress => Arity::Fixed(0),
+            | Printout | Progress | NoProgress | AllowNonfinite => Arity::Fixed(0),
             Cell => Arity::Cell,
             Misset => Arity::Misset,
             PrintoutPixel | TracePixel | Derivative => Arity::Fixed(2),
@@ -344,6 +345,7 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     ("-fusion", Opt::Fusion),
     ("-precision", Opt::Precision),
     ("-memory_mb", Opt::MemoryMb),
+    ("-allow_nonfinite", Opt::AllowNonfinite),
 ];
 
 /// The action of an exact spelling, if it is one.

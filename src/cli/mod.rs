@@ -16,6 +16,8 @@
 //!   `-lambda`, `-energy`, `-distance`, `-close_distance`, `-detsize*`, the first `-cell`
 //!   length; pixel counts must not be negative; `-detector_abs` must be positive, 0 or `inf`;
 //!   seeds must fit C's `int`; direction vectors must not be zero.
+//! * `-N`, `-Na`, `-Nb`, `-Nc` must be at least 1 (C turns 0 or a negative count into 1).
+//! * An output file that is also an input file is an error naming both flags.
 //! * `-twotheta_axis x y z` no longer also sets 2θ = x degrees (C's substring match runs the
 //!   `-twotheta` branch too). It keeps that branch's other side effect, pivot = SAMPLE.
 //! * `-curved_det` works as the last argument (C ignores it there).
@@ -60,6 +62,8 @@ pub struct RunOptions {
     pub fusion: Option<bool>,
     /// `-memory_mb N`: cap on the working memory of one pixel chunk, in bytes.
     pub memory_budget_bytes: Option<usize>,
+    /// `-allow_nonfinite`: NaN pixels are a warning instead of an error.
+    pub allow_nonfinite: bool,
 }
 
 impl RunOptions {
@@ -125,6 +129,8 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Parsed> {
         let header = crate::io::smv::read_smv_header(&img)?;
         apply_header(&mut st.cfg, &header, &img, false)?;
     }
+    st.mask = last_value(Opt::Mask);
+    st.img = last_value(Opt::Img);
 
     for it in &items {
         apply(&mut st, it)?;
@@ -227,6 +233,9 @@ struct State {
     write_pgm: bool,
     matfile: Option<PathBuf>,
     sourcefile: Option<PathBuf>,
+    /// The `-img` and `-mask` files read (the last of each).
+    img: Option<PathBuf>,
+    mask: Option<PathBuf>,
 }
 
 impl State {
@@ -247,6 +256,8 @@ impl State {
             pgmfile,
             matfile: None,
             sourcefile: None,
+            img: None,
+            mask: None,
         }
     }
 
@@ -259,7 +270,80 @@ impl State {
         if let Some(path) = &self.sourcefile {
             self.cfg.beam.sources = Some(crate::io::sourcefile::read_sourcefile(path)?);
         }
+        let inputs = [
+            ("-mat", &self.matfile),
+            ("-sourcefile", &self.sourcefile),
+            ("-img", &self.img),
+            ("-mask", &self.mask),
+        ];
+        check_outputs_spare_inputs(&self.cfg, &inputs)?;
         Ok(Parsed::Run(Box::new(self.cfg), self.opts))
+    }
+}
+
+/// Refuses an output file of `cfg` that is one of the input files: the structure factors
+/// (`-hkl`, or `./Fdump.bin` read without it) or `files` (flag, path if given).
+fn check_outputs_spare_inputs(cfg: &SimConfig, files: &[(&str, &Option<PathBuf>)]) -> Result<()> {
+    let hkl = match &cfg.crystal.hkl {
+        crate::config::HklSource::File(p) => Some(("-hkl", p.clone())),
+        crate::config::HklSource::FdumpIfPresent => {
+            Some(("./Fdump.bin (read without -hkl)", PathBuf::from("Fdump.bin")))
+        }
+        crate::config::HklSource::None => None,
+    };
+    let inputs: Vec<(&str, PathBuf)> = hkl
+        .into_iter()
+        .chain(
+            files
+                .iter()
+                .filter_map(|(flag, p)| p.as_ref().map(|p| (*flag, p.clone()))),
+        )
+        .collect();
+    let out = &cfg.output;
+    let outputs = [
+        Some(("-floatfile", &out.floatfile)),
+        Some(("-intfile", &out.intfile)),
+        out.noisefile.as_ref().map(|p| ("-noisefile", p)),
+        out.pgmfile.as_ref().map(|p| ("-pgmfile", p)),
+        out.pngfile.as_ref().map(|p| ("-pngfile", p)),
+        out.npyfile.as_ref().map(|p| ("-npyfile", p)),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(out.derivatives.iter().map(|(_, p)| ("-derivative", p)));
+    for (out_flag, out_path) in outputs {
+        for (in_flag, in_path) in &inputs {
+            if same_file(out_path, in_path) {
+                return Err(Error::flag(
+                    out_flag,
+                    format!(
+                        "'{}' is also the input file of {in_flag}; refusing to overwrite it",
+                        out_path.display()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether two paths name the same existing regular file (links and `..` resolved). A path
+/// that does not exist yet cannot be an input.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    if !(ma.is_file() && mb.is_file()) {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (ma.dev(), ma.ino()) == (mb.dev(), mb.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
     }
 }
 
@@ -302,6 +386,13 @@ fn apply_header(
             path,
             None,
             format!("header gives no valid pixel counts (SIZE1={w}, SIZE2={h})"),
+        ));
+    }
+    if w.checked_mul(h).is_none_or(|n| n > i64::from(u32::MAX)) {
+        return Err(Error::parse(
+            path,
+            None,
+            format!("header gives {w}x{h} pixels, more than {} in all", u32::MAX),
         ));
     }
     let (w, h) = (w as usize, h as usize);
@@ -393,6 +484,19 @@ impl Values<'_, '_> {
             Ok(v) if v.is_finite() && v.trunc().abs() < 9.2e18 => Ok(v.trunc() as i64),
             Ok(_) => Err(self.err(format!("'{}' is not a usable integer", self.values[k]))),
             Err(_) => Err(self.err(format!("expected an integer, got '{}'", self.values[k]))),
+        }
+    }
+
+    /// A number of unit cells: an integer ≥ 1 (C silently turns 0 or a negative N into 1).
+    fn cell_count(&self) -> Result<f64> {
+        let n = self.int(0)?;
+        if n >= 1 {
+            Ok(n as f64)
+        } else {
+            Err(self.err(format!(
+                "the number of unit cells must be at least 1, got '{}'",
+                self.values[0]
+            )))
         }
     }
 
@@ -629,14 +733,14 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
 
         // Crystal.
         Opt::N => {
-            let n = v.int(0)? as f64;
+            let n = v.cell_count()?;
             xtal.na = n;
             xtal.nb = n;
             xtal.nc = n;
         }
-        Opt::Na => xtal.na = v.int(0)? as f64,
-        Opt::Nb => xtal.nb = v.int(0)? as f64,
-        Opt::Nc => xtal.nc = v.int(0)? as f64,
+        Opt::Na => xtal.na = v.cell_count()?,
+        Opt::Nb => xtal.nb = v.cell_count()?,
+        Opt::Nc => xtal.nc = v.cell_count()?,
         Opt::SampleSize => {
             let s = mm(v.num(0)?);
             xtal.sample_x = s;
@@ -772,6 +876,7 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
                 .ok_or_else(|| v.err(format!("expected a positive number of MiB, got '{}'", v.text(0))))?;
             st.opts.memory_budget_bytes = Some(bytes);
         }
+        Opt::AllowNonfinite => st.opts.allow_nonfinite = true,
     }
     Ok(())
 }

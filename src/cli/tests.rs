@@ -605,8 +605,12 @@ fn integer_values_truncate_like_atoi() {
     assert_eq!((c.detector.fpixels, c.sampling.oversample), (None, None));
     assert_eq!(cfg(&["-oversample", "-1"]).sampling.oversample, None);
     assert_eq!(cfg(&["-oversample", "4"]).sampling.oversample, Some(4));
-    let c = cfg(&["-N", "0", "-Nb", "-3"]);
-    assert_eq!((c.crystal.na, c.crystal.nb), (0.0, -3.0)); // clamped by setup, not here
+    // C turns N ≤ 0 into 1 silently; here it is an error naming the flag
+    for (flag, value) in [("-N", "0"), ("-Nb", "-3"), ("-Na", "0.5")] {
+        let e = parse_args(&[flag, value]).unwrap_err();
+        assert!(e.to_string().contains(flag), "{e}");
+    }
+    assert_eq!(cfg(&["-Nc", "7"]).crystal.nc, 7.0);
 }
 
 #[test]
@@ -769,9 +773,11 @@ fn run_options() {
             engine: EngineKind::Cpu,
             precision: Some(Precision::F32),
             fusion: None,
-            memory_budget_bytes: Some(512 << 20)
+            memory_budget_bytes: Some(512 << 20),
+            allow_nonfinite: false,
         }
     );
+    assert!(run(&["-allow_nonfinite"]).1.allow_nonfinite);
     let (_, o) = run(&["-precision", "f32", "-precision", "f64"]);
     assert_eq!(o.precision, Some(Precision::F64));
     let (_, o) = run(&["-engine", "wgpu", "-fusion", "off"]);

@@ -133,5 +133,7 @@ Port options
   -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
   -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
+  -allow_nonfinite          write the images even when pixels are NaN (otherwise an error,
+                            exit 9); infinite pixels (an overflow, as in C) only warn
   -h, -help, --help         this text
 ";

@@ -59,6 +59,43 @@ pub fn reciprocal_from_cell(cell: [f64; 6]) -> ([Vec3; 3], f64) {
     ([a_star, b_star, c_star], v)
 }
 
+/// Why a cell (lengths in Å, angles in rad, C's defaults already applied) describes no
+/// crystal, if it does not: lengths must be positive and finite; every angle must lie strictly
+/// between 0° and 180° and be smaller than the sum of the other two, and the three must sum to
+/// less than 360°. Together these say that the volume term
+/// 1 − cos²α − cos²β − cos²γ + 2·cosα·cosβ·cosγ is positive; the volume must also be finite.
+pub fn cell_problem(cell: [f64; 6]) -> Option<String> {
+    let [a, b, c, al, be, ga] = cell;
+    if ![a, b, c].iter().all(|&x| x > 0.0 && x.is_finite()) {
+        return Some(format!("cell lengths must be positive and finite, got {a} {b} {c} A"));
+    }
+    let deg = [al, be, ga].map(f64::to_degrees);
+    let angles = format!("{} {} {} deg", deg[0], deg[1], deg[2]);
+    let pi = std::f64::consts::PI;
+    if ![al, be, ga].iter().all(|&x| x > 0.0 && x < pi) {
+        return Some(format!(
+            "cell angles {angles} make no cell: each must lie strictly between 0 and 180 degrees"
+        ));
+    }
+    if al + be + ga >= 2.0 * pi {
+        return Some(format!(
+            "cell angles {angles} make no cell: their sum must be below 360 degrees"
+        ));
+    }
+    if al >= be + ga || be >= al + ga || ga >= al + be {
+        return Some(format!(
+            "cell angles {angles} make no cell: each must be smaller than the sum of the other two"
+        ));
+    }
+    let (ca, cb, cg) = (al.cos(), be.cos(), ga.cos());
+    let term = 1.0 - ca * ca - cb * cb - cg * cg + 2.0 * ca * cb * cg;
+    let volume = a * b * c * term.max(0.0).sqrt();
+    if !(term > 0.0 && volume > 0.0 && volume.is_finite()) {
+        return Some(format!("cell {a} {b} {c} A, {angles} has no finite positive volume"));
+    }
+    None
+}
+
 /// The time-based seed C uses when none is given.
 pub fn time_seed() -> i64 {
     std::time::SystemTime::now()
@@ -81,6 +118,9 @@ impl CrystalLattice {
             let ang = |x: f64| if x <= 0.0 { right } else { x };
             [a, b, c, ang(al), ang(be), ang(ga)]
         });
+        if let Some(problem) = cell.and_then(cell_problem) {
+            return Err(Error::flag("-cell", problem));
+        }
         let (mut recip, cell_volume) = match (cell, cfg.matrix) {
             (None, None) => return Err(Error::Config("a unit cell is required: give -cell or -mat".into())),
             (Some(cell), _) => {
@@ -179,6 +219,40 @@ mod tests {
         assert!((x.c[2] - 1e-8).abs() < 1e-20);
         assert!((x.a_star[0] - 0.01).abs() < 1e-15);
         assert!((x.volume - 1e6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn impossible_cells_are_named() {
+        let r = f64::to_radians;
+        let cell = |al: f64, be: f64, ga: f64| [100.0, 100.0, 100.0, r(al), r(be), r(ga)];
+        for (c, needle) in [
+            (cell(180.0, 90.0, 90.0), "between 0 and 180"),
+            (cell(190.0, 90.0, 90.0), "between 0 and 180"),
+            (cell(120.0, 120.0, 120.0), "below 360"),
+            (cell(150.0, 110.0, 100.0), "below 360"),
+            (cell(100.0, 30.0, 60.0), "sum of the other two"),
+            (cell(f64::NAN, 90.0, 90.0), "between 0 and 180"),
+            ([0.0, 1.0, 1.0, r(90.0), r(90.0), r(90.0)], "lengths"),
+            ([f64::INFINITY, 1.0, 1.0, r(90.0), r(90.0), r(90.0)], "lengths"),
+            ([1e300, 1e300, 1e300, r(90.0), r(90.0), r(90.0)], "volume"),
+        ] {
+            let p = cell_problem(c).unwrap_or_else(|| panic!("{c:?} accepted"));
+            assert!(p.contains(needle), "{p}");
+        }
+        for ok in [
+            cell(90.0, 90.0, 90.0),
+            cell(75.0, 85.0, 95.0),
+            cell(119.0, 119.0, 119.0),
+            cell(60.0, 60.0, 60.0),
+        ] {
+            assert_eq!(cell_problem(ok), None);
+        }
+        let cfg = CrystalConfig {
+            cell: Some([1e-8, 1e-8, 1e-8, r(180.0), r(90.0), r(90.0)]),
+            ..Default::default()
+        };
+        let e = CrystalLattice::new(&cfg, 1e-10).unwrap_err();
+        assert!(e.to_string().contains("-cell"), "{e}");
     }
 
     #[test]

@@ -87,6 +87,27 @@ fn convention_basis(cfg: &DetectorConfig) -> [Vec3; 7] {
     }
 }
 
+/// Largest pixel size or sample–detector distance accepted (m): 1 km. Far beyond any
+/// detector, and small enough that squared positions and solid angles stay finite in single
+/// precision, where larger values (e.g. `-pixel 1e300`) give NaN pixels.
+pub const MAX_DETECTOR_LENGTH: f64 = 1e3;
+
+/// `value` (m) of `flag` must be finite and at most [`MAX_DETECTOR_LENGTH`] in size.
+fn physical_length(flag: &str, what: &str, value: f64) -> Result<()> {
+    if value.is_finite() && value.abs() <= MAX_DETECTOR_LENGTH {
+        Ok(())
+    } else {
+        Err(Error::flag(
+            flag,
+            format!(
+                "{what} of {} mm is not physical (at most {} mm)",
+                crate::io::cfmt::fmt_g(value * 1e3),
+                crate::io::cfmt::fmt_g(MAX_DETECTOR_LENGTH * 1e3)
+            ),
+        ))
+    }
+}
+
 fn unit_or_err(v: Vec3, what: &str) -> Result<Vec3> {
     let (u, m) = unitize(v);
     if m == 0.0 || !m.is_finite() {
@@ -101,6 +122,11 @@ impl DetectorGeometry {
         let px = cfg.pixel_size;
         if !(px > 0.0 && px.is_finite()) {
             return Err(Error::flag("-pixel", "pixel size must be positive"));
+        }
+        physical_length("-pixel", "a pixel size", px)?;
+        physical_length("-distance", "a distance", cfg.distance)?;
+        if let Some(d) = cfg.close_distance {
+            physical_length("-close_distance", "a distance", d)?;
         }
         let mut detsize_f = cfg.detsize_f;
         let mut detsize_s = cfg.detsize_s;
@@ -301,6 +327,38 @@ mod tests {
             "{:?}",
             d.dials_origin
         );
+    }
+
+    #[test]
+    fn absurd_lengths_are_refused() {
+        for (cfg, flag) in [
+            (
+                DetectorConfig {
+                    pixel_size: 1e297,
+                    fpixels: Some(1),
+                    spixels: Some(1),
+                    ..Default::default()
+                },
+                "-pixel",
+            ),
+            (
+                DetectorConfig {
+                    distance: 1e10,
+                    ..Default::default()
+                },
+                "-distance",
+            ),
+            (
+                DetectorConfig {
+                    close_distance: Some(f64::INFINITY),
+                    ..Default::default()
+                },
+                "-close_distance",
+            ),
+        ] {
+            let e = DetectorGeometry::new(&cfg).unwrap_err();
+            assert!(e.to_string().contains(flag), "{e}");
+        }
     }
 
     #[test]

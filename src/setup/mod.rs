@@ -7,6 +7,7 @@
 
 pub mod crystal;
 pub mod detector;
+pub mod resources;
 pub mod sampling;
 pub mod sources;
 
@@ -151,7 +152,7 @@ impl Experiment {
         };
 
         let detector = DetectorGeometry::new(&cfg.detector)?;
-        let roi = resolve_roi(cfg, &detector)?;
+        let roi = resolve_roi(cfg, &detector, &mut warnings)?;
         let mask = match &cfg.detector.mask {
             Some(m) if m.len() != detector.pixels() => {
                 return Err(Error::flag(
@@ -180,6 +181,18 @@ impl Experiment {
             step: thick.step,
             mu,
         };
+        if let Some(spread) = xtal_cfg.mosaic_spread {
+            // C draws the domains with the spread as a float: beyond its range every rotation is NaN
+            if spread > 0.0 && !(spread as f32).is_finite() {
+                return Err(Error::flag(
+                    "-mosaic",
+                    format!(
+                        "a spread of {} degrees overflows the single precision C draws domains in",
+                        crate::io::cfmt::fmt_g(spread.to_degrees())
+                    ),
+                ));
+            }
+        }
         let (domains, mosaic_spread, mosaic_warning) =
             sampling::mosaic_domains(xtal_cfg.mosaic_domains, xtal_cfg.mosaic_spread);
         warnings.extend(mosaic_warning.map(String::from));
@@ -232,6 +245,25 @@ impl Experiment {
             ));
         }
 
+        let divergence_points = hdiv.count.saturating_mul(vdiv.count);
+        resources::check(&resources::Demand {
+            pixels: detector.pixels(),
+            sources: match &beam_cfg.sources {
+                Some(rows) => rows.len(),
+                None => divergence_points.saturating_mul(disp.count),
+            },
+            source_file: beam_cfg.sources.is_some(),
+            divergence_points,
+            wavelengths: disp.count,
+            phi_steps: phi.count,
+            domains,
+            oversample,
+            oversample_given: samp.oversample.is_some_and(|n| n > 0),
+            layers: sensor.layers,
+            all_orientations: samp.oversample_thick || samp.oversample_polar || samp.oversample_omega || interpolate,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        })?;
+
         let sources = match &beam_cfg.sources {
             Some(rows) => sources::from_rows(rows, detector.beam, lambda0)?,
             None => sources::generate(
@@ -249,20 +281,21 @@ impl Experiment {
         }
 
         let mut rng = Ran1::new(-xtal_cfg.mosaic_seed);
-        let mosaic_umats = (0..domains)
-            .map(|m| {
-                let u = mosaic_rotation(mosaic_spread, &mut rng);
-                if m == 0 {
-                    IDENTITY
-                } else {
-                    u
-                }
-            })
-            .collect();
+        let mut mosaic_umats = Vec::new();
+        mosaic_umats
+            .try_reserve_exact(domains)
+            .map_err(|_| Error::flag("-mosaic_domains", format!("cannot allocate {domains} mosaic domains")))?;
+        for m in 0..domains {
+            let u = mosaic_rotation(mosaic_spread, &mut rng);
+            mosaic_umats.push(if m == 0 { IDENTITY } else { u });
+        }
 
         let water_size = samp.water_size;
         let i_bg = WATER_F * WATER_F * R_E_SQR * fluence * water_size.powi(3) * 1e6 * AVOGADRO / WATER_MW;
-        let steps = sources.len() * domains * phi.count * oversample * oversample;
+        // representable: resources::check bounded every factor
+        let steps = [domains, phi.count, oversample, oversample]
+            .iter()
+            .fold(sources.len(), |acc, &n| acc.saturating_mul(n));
 
         Ok(Self {
             detector,
@@ -328,7 +361,7 @@ impl Experiment {
     }
 }
 
-fn resolve_roi(cfg: &SimConfig, det: &DetectorGeometry) -> Result<Roi> {
+fn resolve_roi(cfg: &SimConfig, det: &DetectorGeometry, warnings: &mut Vec<String>) -> Result<Roi> {
     let full = Roi {
         xmin: 0,
         xmax: det.fpixels as i64,
@@ -349,6 +382,12 @@ fn resolve_roi(cfg: &SimConfig, det: &DetectorGeometry) -> Result<Roi> {
         return Err(Error::flag(
             "-roi",
             format!("empty region {} {} {} {}", r.xmin, r.xmax, r.ymin, r.ymax),
+        ));
+    }
+    if roi.xmin >= full.xmax || roi.ymin >= full.ymax {
+        warnings.push(format!(
+            "-roi {} {} {} {} lies entirely outside the {}x{} detector: no pixel is rendered",
+            r.xmin, r.xmax, r.ymin, r.ymax, det.fpixels, det.spixels
         ));
     }
     Ok(roi)

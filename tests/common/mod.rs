@@ -143,3 +143,76 @@ pub fn engine_available(engine: nanobragg::engine::Engine) -> bool {
         }
     }
 }
+
+/// Runs `cmd` (stdout and stderr captured) and kills it if it has not finished after
+/// `timeout`; `None` then. For runs that used to hang.
+pub fn output_within(mut cmd: std::process::Command, timeout: std::time::Duration) -> Option<std::process::Output> {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait works").is_some() {
+            return Some(child.wait_with_output().expect("output readable"));
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A character device node `name` (Linux major, minor; e.g. 1 3 is /dev/null, 1 7 /dev/full)
+/// made with `mknod` in `dir`, so a test never touches the machine's own devices. `None`, with a
+/// skip message, where mknod is not permitted (not root, or a restricted container).
+pub fn char_device(dir: &std::path::Path, name: &str, major: u32, minor: u32) -> Option<PathBuf> {
+    let p = dir.join(name);
+    let made = std::process::Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&p)
+        .args(["c", &major.to_string(), &minor.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("SKIP: mknod is not permitted here");
+        return None;
+    }
+    Some(p)
+}
+
+/// Whether `p` is a character device (not following links).
+#[cfg(unix)]
+pub fn is_char_device(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+/// A command running `program args…` under `ulimit -v kib` (virtual memory, KiB), through `sh`,
+/// so an allocation beyond it fails as on a machine that small.
+pub fn under_ulimit_v(kib: u64, program: &str, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+/// The hidden temporary output files (`.nanobragg-tmp-*`) in `dir`.
+pub fn temporaries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".nanobragg-tmp-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
