@@ -24,6 +24,7 @@ pub mod refine;
 pub mod rng;
 pub mod scene;
 pub mod setup;
+pub mod shots;
 pub mod simulate;
 pub mod trace;
 pub mod workers;

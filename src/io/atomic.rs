@@ -14,6 +14,37 @@ use std::path::Path;
 /// the umask, as `fopen` would, but a symbolic link at `path` is replaced by a regular file
 /// rather than written through. Errors name `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_inner(path, bytes, false)
+}
+
+/// [`write_atomic`], durably: the content is flushed to the storage device (`fsync`) before
+/// the rename, and the directory after it, so that once this returns the file survives a power
+/// loss as well as a crash of the process. Used for manifests, whose lines must never
+/// outlive the files they describe.
+pub fn write_atomic_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_inner(path, bytes, true)?;
+    sync_parent_dir(path)
+}
+
+/// Flushes the directory entry changes (creations, renames) of `path`'s directory to the
+/// storage device. A no-op where directories cannot be opened (not Unix).
+pub fn sync_parent_dir(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(dir, e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -28,6 +59,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = builder.tempfile_in(dir).map_err(|e| Error::io(path, e))?;
     tmp.write_all(bytes).map_err(|e| Error::io(path, e))?;
     tmp.flush().map_err(|e| Error::io(path, e))?;
+    if sync {
+        tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
+    }
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())
 }
