@@ -18,12 +18,35 @@ const MANIFEST_BIN: &str = env!("CARGO_BIN_EXE_nanobragg-manifest");
 
 /// Small, fast base flags (32² pixels) with a few spots on the detector.
 const BASE: &[&str] = &[
-    "-default_F", "100", "-cell", "100", "100", "100", "90", "90", "90", "-lambda", "6.2", "-N", "5",
-    "-distance", "50", "-pixel", "0.4", "-detpixels", "32", "-seed", "11",
+    "-default_F",
+    "100",
+    "-cell",
+    "100",
+    "100",
+    "100",
+    "90",
+    "90",
+    "90",
+    "-lambda",
+    "6.2",
+    "-N",
+    "5",
+    "-distance",
+    "50",
+    "-pixel",
+    "0.4",
+    "-detpixels",
+    "32",
+    "-seed",
+    "11",
 ];
 
 fn run_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN).args(args).current_dir(dir).output().expect("nanobragg runs")
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("nanobragg runs")
 }
 
 fn ok(out: &Output) {
@@ -64,13 +87,25 @@ fn four_shards_are_bit_identical_to_one_run() {
         std::fs::create_dir(d).unwrap();
         std::fs::write(d.join("shots.jsonl"), SHOT_LIST).unwrap();
     }
-    ok(&run_in(&one, &args_with(&["-shots", "shots.jsonl", "-prefix", "out_", "-pgmfile", "x.pgm"])));
+    ok(&run_in(
+        &one,
+        &args_with(&["-shots", "shots.jsonl", "-prefix", "out_", "-pgmfile", "x.pgm"]),
+    ));
     // four processes at once, as four cluster tasks would run
     let children: Vec<_> = (0..4)
         .map(|i| {
             let shard = format!("{i}/4");
             Command::new(BIN)
-                .args(args_with(&["-shots", "shots.jsonl", "-prefix", "out_", "-pgmfile", "x.pgm", "-shard", &shard]))
+                .args(args_with(&[
+                    "-shots",
+                    "shots.jsonl",
+                    "-prefix",
+                    "out_",
+                    "-pgmfile",
+                    "x.pgm",
+                    "-shard",
+                    &shard,
+                ]))
                 .current_dir(&four)
                 .output()
         })
@@ -84,12 +119,19 @@ fn four_shards_are_bit_identical_to_one_run() {
     assert_eq!(a.len(), 8 * 4 + 1, "{:?}", a.keys());
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
     for (name, bytes) in &a {
-        assert!(bytes == &b[name], "{name} differs between the unsharded and the sharded run");
+        assert!(
+            bytes == &b[name],
+            "{name} differs between the unsharded and the sharded run"
+        );
     }
     // the shots differ from one another (per-shot parameters and seeds were applied)
     let floats: BTreeSet<&Vec<u8>> = a.iter().filter(|(n, _)| n.ends_with(".bin")).map(|(_, v)| v).collect();
     assert_eq!(floats.len(), 8);
-    let noises: BTreeSet<&Vec<u8>> = a.iter().filter(|(n, _)| n.ends_with("_noise.img")).map(|(_, v)| v).collect();
+    let noises: BTreeSet<&Vec<u8>> = a
+        .iter()
+        .filter(|(n, _)| n.ends_with("_noise.img"))
+        .map(|(_, v)| v)
+        .collect();
     assert_eq!(noises.len(), 8);
     // each shard wrote only its own shots
     for i in 0..4usize {
@@ -107,7 +149,14 @@ fn four_shards_are_bit_identical_to_one_run() {
     let hashes = |p: &Path| -> Vec<Vec<String>> {
         common::json_lines(p)
             .iter()
-            .map(|l| l["files"].as_array().unwrap().iter().map(|f| f["sha256"].as_str().unwrap().to_string()).collect())
+            .map(|l| {
+                l["files"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["sha256"].as_str().unwrap().to_string())
+                    .collect()
+            })
             .collect()
     };
     assert_eq!(hashes(&merged), hashes(&one.join("manifest.jsonl")));
@@ -119,16 +168,32 @@ fn a_shot_is_the_classic_run_of_base_flags_plus_its_args() {
     // records for a shot, writes the same bytes
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("shots.jsonl"), SHOT_LIST).unwrap();
-    ok(&run_in(tmp.path(), &args_with(&["-shots", "shots.jsonl", "-prefix", "s_"])));
+    ok(&run_in(
+        tmp.path(),
+        &args_with(&["-shots", "shots.jsonl", "-prefix", "s_"]),
+    ));
     let lines = common::json_lines(&tmp.path().join("manifest.jsonl"));
     assert_eq!(lines.len(), 8);
     for k in [0usize, 1, 3, 5] {
         let line = &lines[k];
         assert_eq!(line["index"].as_u64(), Some(k as u64));
-        let shot_args: Vec<String> = line["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+        let shot_args: Vec<String> = line["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
         let mut args = args_with(&[]);
         args.extend(shot_args.iter().map(String::as_str));
-        args.extend(["-floatfile", "c.bin", "-intfile", "c.img", "-noisefile", "c_noise.img", "-nopgm"]);
+        args.extend([
+            "-floatfile",
+            "c.bin",
+            "-intfile",
+            "c.img",
+            "-noisefile",
+            "c_noise.img",
+            "-nopgm",
+        ]);
         ok(&run_in(tmp.path(), &args));
         for (classic, shot) in [("c.bin", ".bin"), ("c.img", ".img"), ("c_noise.img", "_noise.img")] {
             let want = std::fs::read(tmp.path().join(classic)).unwrap();
@@ -140,7 +205,10 @@ fn a_shot_is_the_classic_run_of_base_flags_plus_its_args() {
         assert_eq!(f["kind"], "float");
         let bytes = std::fs::read(tmp.path().join(f["path"].as_str().unwrap())).unwrap();
         assert_eq!(f["bytes"].as_u64(), Some(bytes.len() as u64));
-        let data: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let data: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
         let max = data.iter().copied().fold(0.0f32, f32::max) as f64;
         assert!((line["stats"]["max_I"].as_f64().unwrap() - max).abs() <= 1e-9 * max.max(1.0));
     }
@@ -162,7 +230,11 @@ fn assert_manifest_intact(dir: &Path, manifest: &Path) -> Vec<u64> {
             assert_eq!(f["bytes"].as_u64(), Some(bytes.len() as u64), "{}", p.display());
             let want = f["sha256"].as_str().unwrap();
             let got = match Command::new("sha256sum").arg(&p).output() {
-                Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string(),
+                Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_string(),
                 _ => nanobragg::shots::manifest::sha256_hex(&bytes),
             };
             assert_eq!(got, want, "{}", p.display());
@@ -190,12 +262,17 @@ fn killed_run_resumes_to_a_complete_manifest_without_duplicates() {
     // kill -9 once a few shots are done
     let start = Instant::now();
     loop {
-        let lines = std::fs::read_to_string(&manifest).map(|t| t.lines().count()).unwrap_or(0);
+        let lines = std::fs::read_to_string(&manifest)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
         if lines >= 5 {
             break;
         }
         assert!(start.elapsed() < Duration::from_secs(120), "no progress");
-        assert!(child.try_wait().unwrap().is_none(), "finished before it could be killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "finished before it could be killed"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     child.kill().unwrap(); // SIGKILL
@@ -217,7 +294,10 @@ fn killed_run_resumes_to_a_complete_manifest_without_duplicates() {
     let out = run_in(&run, &args);
     ok(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains(&format!("{} skipped as done", idx.len() - 2)), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{} skipped as done", idx.len() - 2)),
+        "{stdout}"
+    );
     let idx = assert_manifest_intact(&run, &manifest);
     assert_eq!(idx.len(), n, "one line per shot");
     assert_eq!(idx.iter().copied().collect::<BTreeSet<u64>>(), (0..n as u64).collect());
@@ -241,7 +321,19 @@ fn merge_reports_missing_duplicate_and_corrupt_shots() {
     let d = tmp.path();
     for i in [0, 2] {
         let shard = format!("{i}/3");
-        ok(&run_in(d, &args_with(&["-shots_random", "6", "-prefix", "m_", "-nopgm", "-nonoise", "-shard", &shard])));
+        ok(&run_in(
+            d,
+            &args_with(&[
+                "-shots_random",
+                "6",
+                "-prefix",
+                "m_",
+                "-nopgm",
+                "-nonoise",
+                "-shard",
+                &shard,
+            ]),
+        ));
     }
     let merge = |extra: &[&str]| {
         Command::new(MANIFEST_BIN)
@@ -260,19 +352,65 @@ fn merge_reports_missing_duplicate_and_corrupt_shots() {
     let out = merge(&[]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(1));
-    assert!(text.contains("duplicates (2)") && text.contains("shot 0:") && text.contains("shot 3:"), "{text}");
-    assert!(text.contains("file problems (1)") && text.contains("m_000002.bin: SHA-256"), "{text}");
+    assert!(
+        text.contains("duplicates (2)") && text.contains("shot 0:") && text.contains("shot 3:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("file problems (1)") && text.contains("m_000002.bin: SHA-256"),
+        "{text}"
+    );
     // sizes alone do not see the change
-    assert!(!String::from_utf8_lossy(&merge(&["--no-hash"]).stdout).contains("file problems"));
+    assert!(!String::from_utf8_lossy(&merge(&["--no-hash"]).stdout).contains("file problems ("));
     // completing the run and removing the copy makes it clean
     std::fs::remove_file(d.join("manifest.copy.jsonl")).unwrap();
-    ok(&run_in(d, &args_with(&["-shots_random", "6", "-prefix", "m_", "-nopgm", "-nonoise", "-shard", "2/3"])));
-    ok(&run_in(d, &args_with(&["-shots_random", "6", "-prefix", "m_", "-nopgm", "-nonoise", "-shard", "1/3"])));
+    ok(&run_in(
+        d,
+        &args_with(&[
+            "-shots_random",
+            "6",
+            "-prefix",
+            "m_",
+            "-nopgm",
+            "-nonoise",
+            "-shard",
+            "2/3",
+        ]),
+    ));
+    ok(&run_in(
+        d,
+        &args_with(&[
+            "-shots_random",
+            "6",
+            "-prefix",
+            "m_",
+            "-nopgm",
+            "-nonoise",
+            "-shard",
+            "1/3",
+        ]),
+    ));
     let out = merge(&[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stdout).contains("OK"));
     // a shard run with other base flags is inconsistent
-    ok(&run_in(d, &args_with(&["-shots_random", "6", "-prefix", "m_", "-nopgm", "-nonoise", "-shard", "1/3", "-N", "6", "-manifest", "manifest.other.jsonl"])));
+    ok(&run_in(
+        d,
+        &args_with(&[
+            "-shots_random",
+            "6",
+            "-prefix",
+            "m_",
+            "-nopgm",
+            "-nonoise",
+            "-shard",
+            "1/3",
+            "-N",
+            "6",
+            "-manifest",
+            "manifest.other.jsonl",
+        ]),
+    ));
     let out = merge(&[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("run_sha256 differs"));
@@ -290,7 +428,10 @@ fn a_bad_shot_list_fails_before_rendering_naming_line_and_key() {
     assert_eq!(out.status.code(), Some(9));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.jsonl:3: key 'lambda': must be > 0"), "{err}");
-    assert!(err.contains("bad.jsonl:4: key 'misset': expected an array of 3 numbers"), "{err}");
+    assert!(
+        err.contains("bad.jsonl:4: key 'misset': expected an array of 3 numbers"),
+        "{err}"
+    );
     assert!(err.contains("bad.jsonl:5: key 'colour': unknown key"), "{err}");
     // nothing rendered, not even the good first line
     let names: Vec<String> = common::files_in(tmp.path(), "bad").into_keys().collect();
@@ -462,14 +603,34 @@ fn random_orientations_are_uniform_over_so3() {
         assert!(d < crit, "{name}: KS D = {d:.4} >= {crit:.4}: not uniform");
     }
     // the same test rejects a classic non-uniform sampler: uniform Euler (misset) angles
-    let euler: Vec<[f64; 3]> = common::uniform(3 * n, -180.0, 180.0, 9).chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
-    let (cos_e, _, omega_e) = orientation_statistics(&euler);
-    assert!(common::ks_statistic(&cos_e, cdf_cos) > 3.0 * crit);
-    assert!(common::ks_statistic(&omega_e, cdf_omega) > 3.0 * crit);
-    // and a sampler uniform in the z axis but not in the twist about it
-    let twisted: Vec<[f64; 3]> = angles.iter().map(|a| [a[0], a[1], a[2] * 0.5]).collect();
-    let (_, _, omega_t) = orientation_statistics(&twisted);
-    assert!(common::ks_statistic(&omega_t, cdf_omega) > crit);
+    let euler: Vec<[f64; 3]> = common::uniform(3 * n, -180.0, 180.0, 9)
+        .chunks(3)
+        .map(|c| [c[0], c[1], c[2]])
+        .collect();
+    let (cos_e, _, _) = orientation_statistics(&euler);
+    eprintln!(
+        "uniform: D = {d:?}, critical {crit:.4}; uniform Euler angles: D(cos) = {:.4}",
+        common::ks_statistic(&cos_e, cdf_cos)
+    );
+    assert!(
+        common::ks_statistic(&cos_e, cdf_cos) > crit,
+        "uniform Euler angles pass"
+    );
+    // and the classic axis-angle mistake: a uniform axis with a uniform angle in [0, π]
+    let u = common::uniform(3 * n, 0.0, 1.0, 10);
+    let naive: Vec<[f64; 3]> = u
+        .chunks(3)
+        .map(|c| {
+            let (z, phi, angle) = (2.0 * c[0] - 1.0, 2.0 * pi * c[1], pi * c[2]);
+            let r = (1.0 - z * z).sqrt();
+            let m = nanobragg::geometry::axis_rotation([r * phi.cos(), r * phi.sin(), z], angle);
+            nanobragg::rng::umat_to_misset(&m).map(f64::to_degrees)
+        })
+        .collect();
+    let (_, _, omega_n) = orientation_statistics(&naive);
+    let d_naive = common::ks_statistic(&omega_n, cdf_omega);
+    eprintln!("uniform axis and angle: D(omega) = {d_naive:.4}");
+    assert!(d_naive > crit, "uniform rotation angles pass");
 }
 
 #[test]
@@ -477,9 +638,15 @@ fn shots_random_is_reproducible_and_recorded() {
     let tmp = tempfile::tempdir().unwrap();
     for d in ["a", "b"] {
         std::fs::create_dir(tmp.path().join(d)).unwrap();
-        ok(&run_in(&tmp.path().join(d), &args_with(&["-shots_random", "3", "-prefix", "r_", "-nopgm", "-nonoise"])));
+        ok(&run_in(
+            &tmp.path().join(d),
+            &args_with(&["-shots_random", "3", "-prefix", "r_", "-nopgm", "-nonoise"]),
+        ));
     }
-    let (a, b) = (common::files_in(&tmp.path().join("a"), "-"), common::files_in(&tmp.path().join("b"), "-"));
+    let (a, b) = (
+        common::files_in(&tmp.path().join("a"), "-"),
+        common::files_in(&tmp.path().join("b"), "-"),
+    );
     let lines = |d: &str| common::json_lines(&tmp.path().join(d).join("manifest.jsonl"));
     let strip = |v: Vec<Value>| -> Vec<Value> {
         v.into_iter()
@@ -492,13 +659,22 @@ fn shots_random_is_reproducible_and_recorded() {
             .collect()
     };
     assert_eq!(strip(lines("a")), strip(lines("b")));
-    let only_images = |m: BTreeMap<String, Vec<u8>>| m.into_iter().filter(|(k, _)| !k.starts_with("manifest")).collect::<BTreeMap<_, _>>();
+    let only_images = |m: BTreeMap<String, Vec<u8>>| {
+        m.into_iter()
+            .filter(|(k, _)| !k.starts_with("manifest"))
+            .collect::<BTreeMap<_, _>>()
+    };
     assert!(only_images(a) == only_images(b));
     // the recorded orientation is the library's draw for that seed and index
     let expect = random_shots(3, 11);
     for (line, shot) in lines("a").iter().zip(&expect) {
         let want = misset_rotation(&shot.args);
-        let got: Vec<f64> = line["params"]["misset_deg"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let got: Vec<f64> = line["params"]["misset_deg"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
         for k in 0..3 {
             // the misset printed by setup is the angle in radians back in degrees
             assert!((got[k] - want[k]).abs() < 1e-9, "{got:?} {want:?}");
@@ -535,13 +711,20 @@ fn slurm_array_script_runs_its_shard() {
     assert_eq!(idx, [1, 3]);
     assert!(out.join("shot_000003.bin").is_file() && !out.join("shot_000002.bin").exists());
     // an array numbered from 1 without SLURM_ARRAY_TASK_COUNT (older SLURM): task 1 is shard 0
-    ok(&slurm_task(tmp.path(), "1", &[("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_MAX", "2")]));
+    ok(&slurm_task(
+        tmp.path(),
+        "1",
+        &[("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_MAX", "2")],
+    ));
     let idx: Vec<u64> = common::json_lines(&out.join("manifest.shard-0-of-2.jsonl"))
         .iter()
         .map(|l| l["index"].as_u64().unwrap())
         .collect();
     assert_eq!(idx, [0, 2, 4]);
-    let merged = Command::new(MANIFEST_BIN).args(["merge", out.to_str().unwrap()]).output().unwrap();
+    let merged = Command::new(MANIFEST_BIN)
+        .args(["merge", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     ok(&merged);
     // outside an array job it refuses to run
     let bad = Command::new("bash")
@@ -570,9 +753,18 @@ fn k8s_indexed_job_wires_the_completion_index_to_the_shard() {
         .as_sequence()
         .unwrap()
         .iter()
-        .map(|e| (e["name"].as_str().unwrap().to_string(), e["value"].as_str().unwrap().to_string()))
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["value"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    assert_eq!(env["SHARD_COUNT"].parse::<u64>().unwrap(), completions, "SHARD_COUNT must equal completions");
+    assert_eq!(
+        env["SHARD_COUNT"].parse::<u64>().unwrap(),
+        completions,
+        "SHARD_COUNT must equal completions"
+    );
     // the mount holds the output directory
     let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
     assert!(env["OUT_DIR"].starts_with(mount));
@@ -593,7 +785,12 @@ fn k8s_indexed_job_wires_the_completion_index_to_the_shard() {
     let path_var = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     let run = |index: Option<&str>| {
         let mut c = Command::new(&command[0]);
-        c.args(&command[1..]).envs(&env).env("PATH", &path_var).env("OUT_DIR", &out_dir).env("N_SHOTS", "8").current_dir(tmp.path());
+        c.args(&command[1..])
+            .envs(&env)
+            .env("PATH", &path_var)
+            .env("OUT_DIR", &out_dir)
+            .env("N_SHOTS", "8")
+            .current_dir(tmp.path());
         c.env_remove("JOB_COMPLETION_INDEX");
         if let Some(i) = index {
             c.env("JOB_COMPLETION_INDEX", i);
@@ -602,7 +799,10 @@ fn k8s_indexed_job_wires_the_completion_index_to_the_shard() {
     };
     ok(&run(Some("2")));
     let manifest = out_dir.join(format!("manifest.shard-2-of-{completions}.jsonl"));
-    let idx: Vec<u64> = common::json_lines(&manifest).iter().map(|l| l["index"].as_u64().unwrap()).collect();
+    let idx: Vec<u64> = common::json_lines(&manifest)
+        .iter()
+        .map(|l| l["index"].as_u64().unwrap())
+        .collect();
     assert_eq!(idx, [2, 6]);
     assert!(out_dir.join("shot_000006.bin").is_file());
     // without the index (not an Indexed Job pod) it fails instead of rendering everything

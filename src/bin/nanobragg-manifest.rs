@@ -12,7 +12,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "nanobragg-manifest", version, about = "Merge and verify the manifests of nanobragg shot runs")]
+#[command(
+    name = "nanobragg-manifest",
+    version,
+    about = "Merge and verify the manifests of nanobragg shot runs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -58,9 +62,10 @@ fn main() -> ExitCode {
             };
             if let Some(t) = total {
                 if report.total.is_some_and(|r| r != t) {
-                    report
-                        .inconsistent
-                        .push(format!("the manifests record {} shots, --total says {t}", report.total.unwrap_or(0)));
+                    report.inconsistent.push(format!(
+                        "the manifests record {} shots, --total says {t}",
+                        report.total.unwrap_or(0)
+                    ));
                 }
                 report.total = Some(t);
                 report.missing = (0..t).filter(|i| !report.shots.contains_key(i)).collect();
@@ -115,7 +120,11 @@ fn print_report(r: &MergeReport) {
     if !r.missing.is_empty() {
         println!("missing shots: {}", ranges(&r.missing));
     }
-    let dups: Vec<String> = r.duplicates.iter().map(|(i, w)| format!("shot {i}: {}", w.join(", "))).collect();
+    let dups: Vec<String> = r
+        .duplicates
+        .iter()
+        .map(|(i, w)| format!("shot {i}: {}", w.join(", ")))
+        .collect();
     print_list("duplicates", &dups);
     print_list("file problems", &r.mismatches);
     print_list("unreadable lines", &r.bad_lines);

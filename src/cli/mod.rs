@@ -145,7 +145,10 @@ pub fn apply_args<S: AsRef<str>>(cfg: &SimConfig, opts: RunOptions, args: &[S]) 
     let mut st = State::from_config(cfg.clone(), opts);
     for it in &items {
         if matches!(it.opt, Opt::Img | Opt::Mask) {
-            return Err(Error::flag(it.flag, "cannot be applied on top of a parsed configuration"));
+            return Err(Error::flag(
+                it.flag,
+                "cannot be applied on top of a parsed configuration",
+            ));
         }
         apply(&mut st, it)?;
     }

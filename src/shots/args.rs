@@ -63,12 +63,12 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
         }
         (Some(file), None) => ShotSource::File(PathBuf::from(file)),
         (None, Some(n)) => {
-            let count = n
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| Error::flag("-shots_random", format!("expected a positive number of shots, got '{n}'")))?;
+            let count = n.trim().parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                Error::flag(
+                    "-shots_random",
+                    format!("expected a positive number of shots, got '{n}'"),
+                )
+            })?;
             ShotSource::Random(count)
         }
         (None, None) => {
@@ -107,9 +107,11 @@ mod tests {
 
     #[test]
     fn takes_out_shot_flags_and_keeps_the_rest_in_order() {
-        let (base, o) = split(&["-N", "5", "-shots", "s.jsonl", "-lambda", "1", "-shard", "1/4", "-prefix", "out/x_"])
-            .unwrap()
-            .unwrap();
+        let (base, o) = split(&[
+            "-N", "5", "-shots", "s.jsonl", "-lambda", "1", "-shard", "1/4", "-prefix", "out/x_",
+        ])
+        .unwrap()
+        .unwrap();
         assert_eq!(base, ["-N", "5", "-lambda", "1"]);
         assert_eq!(o.source, ShotSource::File("s.jsonl".into()));
         assert_eq!(o.shard, Shard { index: 1, count: 4 });

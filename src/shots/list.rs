@@ -66,10 +66,19 @@ impl Shot {
             cfg.crystal.matrix = Some(m);
         }
         if let Err(e) = CrystalLattice::new(&cfg.crystal, cfg.beam.lambda0) {
-            let key = ["cell", "mat", "matrix", "misset", "lambda", "wavelength", "wave", "energy"]
-                .into_iter()
-                .find(|k| self.overrides.iter().any(|(o, _)| o == k))
-                .unwrap_or("cell");
+            let key = [
+                "cell",
+                "mat",
+                "matrix",
+                "misset",
+                "lambda",
+                "wavelength",
+                "wave",
+                "energy",
+            ]
+            .into_iter()
+            .find(|k| self.overrides.iter().any(|(o, _)| o == k))
+            .unwrap_or("cell");
             return Err(self.error(key, e.to_string()));
         }
         Ok((cfg, opts))
@@ -119,10 +128,10 @@ fn kind_of(opt: Opt) -> Option<Kind> {
     use Opt::*;
     Some(match opt {
         Pixel | Detsize | DetsizeF | DetsizeS | Distance | CloseDistance | RotX | RotY | RotZ | Twotheta | Xbeam
-        | Ybeam | Xclose | Yclose | Orgx | Orgy | Lambda | Energy | Dispersion | Divergence | Hdivrange
-        | Vdivrange | Hdivstep | Vdivstep | Polar | Fluence | Flux | Exposure | Beamsize | Water | SampleSize
-        | SampleX | SampleY | SampleZ | Fudge | Mosaic | Phi | Osc | Phistep | Dmin | DetectorThick | Scale | Adc
-        | Pgmscale | DefaultF => Kind::Number,
+        | Ybeam | Xclose | Yclose | Orgx | Orgy | Lambda | Energy | Dispersion | Divergence | Hdivrange | Vdivrange
+        | Hdivstep | Vdivstep | Polar | Fluence | Flux | Exposure | Beamsize | Water | SampleSize | SampleX
+        | SampleY | SampleZ | Fudge | Mosaic | Phi | Osc | Phistep | Dmin | DetectorThick | Scale | Adc | Pgmscale
+        | DefaultF => Kind::Number,
         N | Na | Nb | Nc | Dispsteps | Hdivsteps | Vdivsteps | Divsteps | MosaicDomains | Phisteps | Oversample
         | Thicksteps | Seed | MosaicSeed | MissetSeed => Kind::Integer,
         Cell => Kind::Numbers { min: 1, max: 6 },
@@ -224,7 +233,9 @@ fn build_shot(
             ));
         };
         let values: Vec<String> = match kind {
-            Kind::Number => vec![number(value).ok_or_else(|| err(format!("expected a number, got {}", describe(value))))?],
+            Kind::Number => {
+                vec![number(value).ok_or_else(|| err(format!("expected a number, got {}", describe(value))))?]
+            }
             Kind::Integer => match value {
                 Value::Number(n) if n.as_i64().is_some() => vec![n.to_string()],
                 _ => return Err(err(format!("expected an integer, got {}", describe(value)))),
@@ -329,7 +340,13 @@ pub fn parse_shot_list(path: &Path, text: &str, base_seed: i64) -> Result<Vec<Sh
 /// Parses a shot list and checks every shot's values against the base configuration, as the
 /// command line would check them. Every line is checked before any shot is used; all bad
 /// lines are reported together, in line order, each naming `path:line` and the key.
-pub fn check_shot_list(path: &Path, text: &str, base_seed: i64, base: &SimConfig, opts: RunOptions) -> Result<Vec<Shot>> {
+pub fn check_shot_list(
+    path: &Path,
+    text: &str,
+    base_seed: i64,
+    base: &SimConfig,
+    opts: RunOptions,
+) -> Result<Vec<Shot>> {
     let (shots, mut errors) = parse_lines(path, text, base_seed);
     for s in &shots {
         if let Err(e) = s.configure(base, opts) {
@@ -407,7 +424,8 @@ mod tests {
 
     #[test]
     fn keys_become_flags_in_order() {
-        let shots = parse("# comment\n\n{\"lambda\": 1.5, \"misset\": [1, 2, 3.5], \"cell\": [50, 60], \"seed\": 9}\n").unwrap();
+        let shots = parse("# comment\n\n{\"lambda\": 1.5, \"misset\": [1, 2, 3.5], \"cell\": [50, 60], \"seed\": 9}\n")
+            .unwrap();
         assert_eq!(shots.len(), 1);
         assert_eq!(shots[0].line(), Some(3));
         assert_eq!(
@@ -418,7 +436,19 @@ mod tests {
 
     #[test]
     fn shot_equals_the_same_flags_on_the_command_line() {
-        let base_args = ["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "1", "-distance", "80"];
+        let base_args = [
+            "-cell",
+            "100",
+            "100",
+            "100",
+            "90",
+            "90",
+            "90",
+            "-default_F",
+            "1",
+            "-distance",
+            "80",
+        ];
         let (base, opts) = match crate::cli::parse_args(&base_args).unwrap() {
             crate::cli::Parsed::Run(c, o) => (*c, o),
             _ => unreachable!(),
@@ -437,7 +467,8 @@ mod tests {
 
     #[test]
     fn inline_matrix_matches_file_layout() {
-        let shots = parse("{\"mat\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n{\"mat\": [[1, 2, 3], [4, 5, 6], [7, 8, 9]]}").unwrap();
+        let shots =
+            parse("{\"mat\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n{\"mat\": [[1, 2, 3], [4, 5, 6], [7, 8, 9]]}").unwrap();
         let want = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]];
         assert_eq!(shots[0].matrix, Some(want));
         assert_eq!(shots[1].matrix, Some(want));
@@ -463,8 +494,12 @@ mod tests {
 
     #[test]
     fn range_errors_come_from_the_flag_parser() {
-        let shots = parse("{\"lambda\": -1}\n{\"seed\": 5000000000}\n{\"cell\": [0]}\n{\"mat\": [0, 0, 0, 0, 0, 0, 0, 0, 0]}").unwrap();
-        let e = validate(&shots, &base(), RunOptions::default()).unwrap_err().to_string();
+        let shots =
+            parse("{\"lambda\": -1}\n{\"seed\": 5000000000}\n{\"cell\": [0]}\n{\"mat\": [0, 0, 0, 0, 0, 0, 0, 0, 0]}")
+                .unwrap();
+        let e = validate(&shots, &base(), RunOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("s.jsonl:1: key 'lambda': must be > 0"), "{e}");
         assert!(e.contains("s.jsonl:2: key 'seed'"), "{e}");
         assert!(e.contains("s.jsonl:3: key 'cell'"), "{e}");

@@ -139,7 +139,12 @@ pub fn verify_files(manifest: &Path, head: &EntryHead) -> std::result::Result<()
         let p = resolve(manifest, f);
         let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
         if bytes.len() as u64 != f.bytes {
-            return Err(format!("{}: {} bytes, manifest says {}", p.display(), bytes.len(), f.bytes));
+            return Err(format!(
+                "{}: {} bytes, manifest says {}",
+                p.display(),
+                bytes.len(),
+                f.bytes
+            ));
         }
         let h = sha256_hex(&bytes);
         if h != f.sha256 {

@@ -30,7 +30,11 @@ pub struct MergeReport {
 impl MergeReport {
     /// Number of problems of every kind.
     pub fn problems(&self) -> usize {
-        self.missing.len() + self.duplicates.len() + self.mismatches.len() + self.bad_lines.len() + self.inconsistent.len()
+        self.missing.len()
+            + self.duplicates.len()
+            + self.mismatches.len()
+            + self.bad_lines.len()
+            + self.inconsistent.len()
     }
 }
 
@@ -95,9 +99,9 @@ pub fn merge(paths: &[PathBuf], hash: bool) -> Result<MergeReport> {
             }
             match report.total {
                 None => report.total = Some(h.total),
-                Some(t) if t != h.total => {
-                    report.inconsistent.push(format!("{at}: a list of {} shots, others say {t}", h.total))
-                }
+                Some(t) if t != h.total => report
+                    .inconsistent
+                    .push(format!("{at}: a list of {} shots, others say {t}", h.total)),
                 _ => {}
             }
             seen.entry(h.index).or_default().push(at.clone());
@@ -111,7 +115,12 @@ pub fn merge(paths: &[PathBuf], hash: bool) -> Result<MergeReport> {
                     let p = resolve(&m, f);
                     match std::fs::metadata(&p) {
                         Ok(md) if md.len() == f.bytes => Ok(()),
-                        Ok(md) => Err(format!("{}: {} bytes, manifest says {}", p.display(), md.len(), f.bytes)),
+                        Ok(md) => Err(format!(
+                            "{}: {} bytes, manifest says {}",
+                            p.display(),
+                            md.len(),
+                            f.bytes
+                        )),
                         Err(e) => Err(format!("{}: {e}", p.display())),
                     }
                 })
@@ -126,9 +135,17 @@ pub fn merge(paths: &[PathBuf], hash: bool) -> Result<MergeReport> {
     if let Some(t) = report.total {
         report.missing = (0..t).filter(|i| !report.shots.contains_key(i)).collect();
     }
-    let beyond: Vec<usize> = report.shots.keys().copied().filter(|&i| report.total.is_some_and(|t| i >= t)).collect();
+    let beyond: Vec<usize> = report
+        .shots
+        .keys()
+        .copied()
+        .filter(|&i| report.total.is_some_and(|t| i >= t))
+        .collect();
     for i in beyond {
-        report.inconsistent.push(format!("shot {i} is beyond the list's {} shots", report.total.unwrap_or(0)));
+        report.inconsistent.push(format!(
+            "shot {i} is beyond the list's {} shots",
+            report.total.unwrap_or(0)
+        ));
     }
     Ok(report)
 }
@@ -138,7 +155,8 @@ pub fn merge(paths: &[PathBuf], hash: bool) -> Result<MergeReport> {
 pub fn write_merged(report: &MergeReport, out: &Path) -> Result<()> {
     let mut lines = Vec::with_capacity(report.shots.len());
     for (m, rec) in report.shots.values() {
-        let mut v: Value = serde_json::from_str(&rec.raw).map_err(|e| Error::parse(m, Some(rec.line), e.to_string()))?;
+        let mut v: Value =
+            serde_json::from_str(&rec.raw).map_err(|e| Error::parse(m, Some(rec.line), e.to_string()))?;
         if let Some(files) = v.get_mut("files").and_then(Value::as_array_mut) {
             for (f, head) in files.iter_mut().zip(&rec.head.files) {
                 let at = resolve(m, head);

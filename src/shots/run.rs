@@ -185,7 +185,9 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
             }
         }
         drop(tx);
-        let written = writer.join().unwrap_or_else(|_| Err(Error::Config("the writer thread panicked".into())))?;
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::Config("the writer thread panicked".into())))?;
         match failure {
             Some(e) => Err(e),
             None => Ok(written),
@@ -377,7 +379,10 @@ fn resume(manifest: &Path, prints: &HashMap<usize, String>) -> Result<BTreeSet<u
     };
     let mut dirty = loaded.torn_tail || !loaded.bad_lines.is_empty();
     for (line, why) in &loaded.bad_lines {
-        println!("manifest {}:{line}: dropped an unreadable line ({why})", manifest.display());
+        println!(
+            "manifest {}:{line}: dropped an unreadable line ({why})",
+            manifest.display()
+        );
     }
     let mut keep = Vec::new();
     for rec in loaded.records {
