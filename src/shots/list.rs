@@ -215,9 +215,17 @@ fn build_shot(
                 }
                 _ => numbers(value, 9, 9).map_err(err)?,
             };
-            let mut m = [[0.0; 3]; 3];
+            let mut m = [[0.0f64; 3]; 3];
             for (k, t) in flat.iter().enumerate() {
                 m[k / 3][k % 3] = t.parse().map_err(|_| err(format!("'{t}' is not a number")))?;
+            }
+            let det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+                - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+                + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+            if !(det.is_finite() && det != 0.0) {
+                return Err(err(
+                    "the matrix is singular (its reciprocal vectors span no volume)".into()
+                ));
             }
             matrix = Some(m);
             continue;
@@ -468,8 +476,8 @@ mod tests {
     #[test]
     fn inline_matrix_matches_file_layout() {
         let shots =
-            parse("{\"mat\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n{\"mat\": [[1, 2, 3], [4, 5, 6], [7, 8, 9]]}").unwrap();
-        let want = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]];
+            parse("{\"mat\": [1, 2, 3, 4, 5, 6, 7, 8, 10]}\n{\"mat\": [[1, 2, 3], [4, 5, 6], [7, 8, 10]]}").unwrap();
+        let want = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]];
         assert_eq!(shots[0].matrix, Some(want));
         assert_eq!(shots[1].matrix, Some(want));
         assert_eq!(shots[1].index, 1);
@@ -494,16 +502,18 @@ mod tests {
 
     #[test]
     fn range_errors_come_from_the_flag_parser() {
-        let shots =
-            parse("{\"lambda\": -1}\n{\"seed\": 5000000000}\n{\"cell\": [0]}\n{\"mat\": [0, 0, 0, 0, 0, 0, 0, 0, 0]}")
-                .unwrap();
+        let shots = parse("{\"lambda\": -1}\n{\"seed\": 5000000000}\n{\"cell\": [0]}").unwrap();
         let e = validate(&shots, &base(), RunOptions::default())
             .unwrap_err()
             .to_string();
         assert!(e.contains("s.jsonl:1: key 'lambda': must be > 0"), "{e}");
         assert!(e.contains("s.jsonl:2: key 'seed'"), "{e}");
         assert!(e.contains("s.jsonl:3: key 'cell'"), "{e}");
-        assert!(e.contains("s.jsonl:4: key 'mat'"), "{e}");
+        // a singular inline matrix is refused when the line is read
+        let e = parse("{}\n{\"mat\": [1, 0, 0, 0, 1, 0, 2, 0, 0]}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s.jsonl:2: key 'mat': the matrix is singular"), "{e}");
     }
 
     #[test]
