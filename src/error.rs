@@ -31,6 +31,18 @@ pub enum Error {
     /// A compute engine that cannot start or failed.
     #[error("engine {engine}: {message}")]
     Engine { engine: String, message: String },
+    /// A failure while rendering or writing one shot of a shot list (`-shots`, `-shots_random`).
+    #[error("shot {index}{}: {source}", line.map(|l| format!(" (shot list line {l})")).unwrap_or_default())]
+    Shot {
+        index: usize,
+        line: Option<usize>,
+        #[source]
+        source: Box<Error>,
+    },
+    /// Several independent errors found in one pass (e.g. every bad line of a shot list); the
+    /// message lists them one per line.
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    Multiple(Vec<Error>),
 }
 
 impl Error {

@@ -25,6 +25,7 @@ pub mod refine;
 pub mod rng;
 pub mod scene;
 pub mod setup;
+pub mod shots;
 pub mod simulate;
 pub mod simulator;
 pub mod trace;

@@ -61,6 +61,11 @@ fn remove_temporaries_on_signal() {
 fn remove_temporaries_on_signal() {}
 
 fn run(args: &[String], con: &mut Out) -> Result<()> {
+    // -shots FILE / -shots_random N: many shots on top of the other flags (docs/many-shots.md)
+    if let Some((base, shot_opts)) = nanobragg::shots::split_args(args)? {
+        nanobragg::shots::run(&base, &shot_opts)?;
+        return Ok(());
+    }
     let (cfg, run_opts) = match parse_args(args)? {
         Parsed::Help => {
             write!(con, "{}", usage())?;

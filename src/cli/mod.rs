@@ -32,7 +32,7 @@
 //! Nothing else here resolves defaults or checks that a run is possible (e.g. "needs -cell or -mat",
 //! auto-selected step counts, N clamping): that is [`crate::setup`]'s job.
 
-mod flags;
+pub(crate) mod flags;
 mod usage;
 
 #[cfg(test)]
@@ -138,6 +138,32 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Parsed> {
     st.finish()
 }
 
+/// Applies more flags on top of an already parsed configuration, exactly as if they had been
+/// appended to the argument list that produced `cfg` and `opts` (later flags win, with the same
+/// units, side effects and validation). Used by shot lists, which re-parse only a shot's few
+/// overrides instead of the whole command line.
+///
+/// `-img` and `-mask` are refused here (their headers are applied before all other flags, so
+/// appending them would not be equivalent), and so is `-h`.
+pub fn apply_args<S: AsRef<str>>(cfg: &SimConfig, opts: RunOptions, args: &[S]) -> Result<(SimConfig, RunOptions)> {
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    let items = tokenize(&args)?.ok_or_else(|| Error::flag("-h", "not allowed here"))?;
+    let mut st = State::from_config(cfg.clone(), opts);
+    for it in &items {
+        if matches!(it.opt, Opt::Img | Opt::Mask) {
+            return Err(Error::flag(
+                it.flag,
+                "cannot be applied on top of a parsed configuration",
+            ));
+        }
+        apply(&mut st, it)?;
+    }
+    match st.finish()? {
+        Parsed::Run(cfg, opts) => Ok((*cfg, opts)),
+        Parsed::Help => unreachable!("finish never asks for help"),
+    }
+}
+
 /// One flag occurrence with its value tokens.
 #[derive(Debug)]
 struct Item<'a> {
@@ -240,7 +266,11 @@ struct State {
 
 impl State {
     fn new() -> Self {
-        let cfg = SimConfig::default();
+        Self::from_config(SimConfig::default(), RunOptions::default())
+    }
+
+    /// The parser state after the flags that produced `cfg` and `opts`.
+    fn from_config(cfg: SimConfig, opts: RunOptions) -> Self {
         let noisefile = cfg
             .output
             .noisefile
@@ -251,7 +281,7 @@ impl State {
             write_noise: cfg.output.noisefile.is_some(),
             write_pgm: cfg.output.pgmfile.is_some(),
             cfg,
-            opts: RunOptions::default(),
+            opts,
             noisefile,
             pgmfile,
             matfile: None,

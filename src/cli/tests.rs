@@ -967,3 +967,89 @@ mod prop {
         }
     }
 }
+
+#[test]
+fn apply_args_equals_appending_the_flags() {
+    // split points through command lines with side effects (pivot, noise/pgm switches, -mat)
+    let dir = tempfile::tempdir().unwrap();
+    let mat = dir.path().join("a.mat");
+    std::fs::write(&mat, "0.01 0 0\n0 0.01 0\n0 0 0.01\n").unwrap();
+    let mat = mat.to_str().unwrap();
+    let lines: [&[&str]; 4] = [
+        &[
+            "-cell",
+            "100",
+            "-distance",
+            "80",
+            "-close_distance",
+            "90",
+            "-Xbeam",
+            "5",
+            "-nonoise",
+            "-pgmscale",
+            "2",
+        ],
+        &[
+            "-mat", mat, "-lambda", "1.2", "-misset", "1", "2", "3", "-phi", "4", "-seed", "5", "-engine", "cpu",
+        ],
+        &[
+            "-cell",
+            "50",
+            "60",
+            "70",
+            "-nopgm",
+            "-noisefile",
+            "n.img",
+            "-twotheta",
+            "5",
+            "-N",
+            "3",
+            "-energy",
+            "9000",
+        ],
+        &[
+            "-cell",
+            "100",
+            "-xds",
+            "-ORGX",
+            "10",
+            "-detector_abs",
+            "inf",
+            "-memory_mb",
+            "64",
+            "-mosaic_seed",
+            "9",
+        ],
+    ];
+    for line in lines {
+        let whole = run(line);
+        for k in 0..=line.len() {
+            // only split between flags
+            if k < line.len() && !line[k].starts_with('-') || k < line.len() && line[k].parse::<f64>().is_ok() {
+                continue;
+            }
+            let (head, tail) = line.split_at(k);
+            if head.is_empty() {
+                continue;
+            }
+            let base = run(head);
+            let split = apply_args(&base.0, base.1, tail).unwrap_or_else(|e| panic!("{line:?} at {k}: {e}"));
+            assert_eq!(split, whole, "{line:?} split at {k}");
+        }
+    }
+    // -img/-mask and -h are refused
+    let base = run(&["-cell", "100"]);
+    assert!(apply_args(&base.0, base.1, &["-mask", "m.img"]).is_err());
+    assert!(apply_args(&base.0, base.1, &["-h"]).is_err());
+    assert_flag_err_apply(&base, &["-lambda", "-1"], "-lambda", "must be > 0");
+}
+
+fn assert_flag_err_apply(base: &(SimConfig, RunOptions), args: &[&str], flag: &str, text: &str) {
+    match apply_args(&base.0, base.1, args) {
+        Err(Error::Flag { flag: f, message }) => {
+            assert_eq!(f, flag);
+            assert!(message.contains(text), "{message}");
+        }
+        other => panic!("expected a flag error, got {other:?}"),
+    }
+}

@@ -136,4 +136,18 @@ Port options
   -allow_nonfinite          write the images even when pixels are NaN (otherwise an error,
                             exit 9); infinite pixels (an overflow, as in C) only warn
   -h, -help, --help         this text
+
+Many shots (docs/many-shots.md)
+  -shots FILE               JSON Lines shot list: each line overrides flags for one shot, keyed by
+                            flag name without the dash, in the flag's units, e.g.
+                            {\"misset\": [10, 20, 30], \"lambda\": 1.1, \"seed\": 5} or
+                            {\"misset\": \"random\", \"mat\": [9 numbers as in a -mat file]};
+                            blank lines and lines starting with # are skipped
+  -shots_random N           N shots in uniformly random orientations (from -seed and the index)
+  -prefix P                 output names P000123.bin, .img, _noise.img, .pgm, .png, .npy (shot_)
+  -manifest FILE            manifest of finished shots (P's directory: manifest.jsonl, or
+                            manifest.shard-I-of-N.jsonl with -shard)
+  -shard I/N                render only the shots whose index is I modulo N; a re-run skips the
+                            shots its manifest lists with intact files
+                            (-seed S is the base seed of every shot's noise seed; default 0)
 ";

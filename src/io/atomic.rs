@@ -28,6 +28,38 @@ const MAX_LINK_HOPS: usize = 40;
 /// [`remove_temporary_files`] can delete them when the process is interrupted. Errors name
 /// `path` as given.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_inner(path, bytes, false)
+}
+
+/// [`write_atomic`], durably: the content is flushed to the storage device (`fsync`) before
+/// the rename, and the directory after it, so that once this returns the file survives a power
+/// loss as well as a crash of the process. Used for manifests, whose lines must never outlive
+/// the files they describe.
+pub fn write_atomic_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_inner(path, bytes, true)?;
+    sync_parent_dir(path)
+}
+
+/// Flushes the directory entry changes (creations, renames) of `path`'s directory to the
+/// storage device. A no-op where directories cannot be opened (not Unix).
+pub fn sync_parent_dir(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(dir, e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// [`write_atomic`]; `sync`: flush the content to the device before the rename.
+fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => {
             let target = if is_symlink(path) {
@@ -35,12 +67,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             } else {
                 path.to_path_buf()
             };
-            replace(&TEMPORARIES, path, &target, bytes, Some(meta.permissions()))
+            replace(&TEMPORARIES, path, &target, bytes, Some(meta.permissions()), sync)
         }
         Ok(_) => write_in_place(path, bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let target = final_link_target(path)?;
-            replace(&TEMPORARIES, path, &target, bytes, None)
+            replace(&TEMPORARIES, path, &target, bytes, None, sync)
         }
         Err(e) => Err(Error::io(path, e)),
     }
@@ -97,6 +129,7 @@ fn replace(
     target: &Path,
     bytes: &[u8],
     perms: Option<std::fs::Permissions>,
+    sync: bool,
 ) -> Result<()> {
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -104,7 +137,7 @@ fn replace(
     };
     let (tmp, registered) = registry.create_in(dir).map_err(|e| Error::io(shown, e))?;
     // the file is renamed, or deleted on error, inside; only then is it unregistered
-    let written = fill_and_rename(tmp, target, bytes, perms).map_err(|e| Error::io(shown, e));
+    let written = fill_and_rename(tmp, target, bytes, perms, sync).map_err(|e| Error::io(shown, e));
     drop(registered);
     written
 }
@@ -114,12 +147,16 @@ fn fill_and_rename(
     target: &Path,
     bytes: &[u8],
     perms: Option<std::fs::Permissions>,
+    sync: bool,
 ) -> std::io::Result<()> {
     if let Some(perms) = perms {
         tmp.as_file().set_permissions(perms)?;
     }
     tmp.write_all(bytes)?;
     tmp.flush()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(target).map_err(|e| e.error)?;
     Ok(())
 }
@@ -403,7 +440,7 @@ mod tests {
         assert!(!path.exists());
         drop(guard);
         // no temporary file can be created once the process is ending
-        let err = replace(&reg, Path::new("x"), &dir.path().join("x"), b"x", None).unwrap_err();
+        let err = replace(&reg, Path::new("x"), &dir.path().join("x"), b"x", None, false).unwrap_err();
         assert!(err.to_string().contains("interrupted"), "{err}");
         assert!(names(dir.path()).is_empty());
     }
@@ -412,7 +449,7 @@ mod tests {
     fn registry_forgets_finished_files() {
         let dir = tempfile::tempdir().unwrap();
         let reg = TempRegistry::new();
-        replace(&reg, Path::new("a"), &dir.path().join("a"), b"a", None).unwrap();
+        replace(&reg, Path::new("a"), &dir.path().join("a"), b"a", None, false).unwrap();
         assert!(reg.lock().paths.is_empty());
         assert_eq!(reg.remove_all(), 0);
         assert_eq!(names(dir.path()), vec!["a"]);

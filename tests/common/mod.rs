@@ -215,4 +215,47 @@ pub fn temporaries(dir: &std::path::Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+
+/// Every regular file of `dir` (not recursive) by name, with its bytes; names starting with
+/// `skip_prefix` (e.g. "manifest") are left out.
+pub fn files_in(dir: &std::path::Path, skip_prefix: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("directory readable")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_file())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            (!name.starts_with(skip_prefix)).then(|| (name, std::fs::read(&p).expect("file readable")))
+        })
+        .collect()
+}
+
+/// The lines of a JSON Lines file, parsed (panics on a line that is not JSON).
+pub fn json_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: bad line {l:?}: {e}", path.display())))
+        .collect()
+}
+
+/// One-sample Kolmogorov–Smirnov statistic of `samples` against the continuous CDF `cdf`.
+pub fn ks_statistic(samples: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
+    let mut x = samples.to_vec();
+    x.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    let n = x.len() as f64;
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let f = cdf(v);
+            (f - i as f64 / n).abs().max(((i + 1) as f64 / n - f).abs())
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The KS critical value at significance `alpha` for `n` samples (asymptotic:
+/// sqrt(−ln(α/2)/2)/√n).
+pub fn ks_critical(n: usize, alpha: f64) -> f64 {
+    (-(alpha / 2.0).ln() / 2.0).sqrt() / (n as f64).sqrt()
 }

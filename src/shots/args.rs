@@ -1,0 +1,144 @@
+//! The flags of a shot run, taken out of the argument list before the C-compatible parser sees
+//! the rest (the base flags shared by every shot).
+
+use super::shard::Shard;
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+
+/// Where the shots come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShotSource {
+    /// `-shots FILE`: a JSON Lines shot list.
+    File(PathBuf),
+    /// `-shots_random N`: N shots in uniformly random orientations.
+    Random(usize),
+}
+
+/// What `-shots`/`-shots_random`, `-prefix`, `-manifest` and `-shard` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShotOptions {
+    pub source: ShotSource,
+    /// Output names are `{prefix}{index:06}{suffix}` (default `shot_`, in the current directory).
+    pub prefix: String,
+    /// `-manifest FILE`; default: `manifest.jsonl` (unsharded) or `manifest.shard-I-of-N.jsonl`
+    /// in the prefix's directory.
+    pub manifest: Option<PathBuf>,
+    /// `-shard I/N` (default: all shots).
+    pub shard: Shard,
+}
+
+/// The flags of shot runs, each with one value.
+pub const SHOT_FLAGS: [&str; 5] = ["-shots", "-shots_random", "-prefix", "-manifest", "-shard"];
+
+/// Splits `args` into the base flags and the shot options. `Ok(None)` when neither `-shots`
+/// nor `-shots_random` is given (then `-prefix`, `-manifest` and `-shard` are errors).
+/// Of a repeated flag the last one counts, as for every other flag.
+pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, ShotOptions)>> {
+    let mut base = Vec::new();
+    let mut found: Vec<(&str, String)> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let tok = args[i].as_ref();
+        if let Some(&flag) = SHOT_FLAGS.iter().find(|&&f| f == tok) {
+            let value = args
+                .get(i + 1)
+                .map(AsRef::as_ref)
+                .filter(|v| !SHOT_FLAGS.contains(v) && crate::cli::flags::lookup(v).is_none())
+                .ok_or_else(|| Error::flag(flag, "expects a value, found none"))?;
+            found.retain(|(f, _)| *f != flag);
+            found.push((flag, value.to_string()));
+            i += 2;
+        } else {
+            base.push(tok.to_string());
+            i += 1;
+        }
+    }
+    let get = |flag: &str| found.iter().find(|(f, _)| *f == flag).map(|(_, v)| v.clone());
+    let source = match (get("-shots"), get("-shots_random")) {
+        (Some(_), Some(_)) => {
+            return Err(Error::flag(
+                "-shots_random",
+                "cannot be combined with -shots (give \"misset\": \"random\" per line instead)",
+            ))
+        }
+        (Some(file), None) => ShotSource::File(PathBuf::from(file)),
+        (None, Some(n)) => {
+            let count = n.trim().parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                Error::flag(
+                    "-shots_random",
+                    format!("expected a positive number of shots, got '{n}'"),
+                )
+            })?;
+            ShotSource::Random(count)
+        }
+        (None, None) => {
+            if let Some((flag, _)) = found.first() {
+                return Err(Error::flag(*flag, "only applies with -shots FILE or -shots_random N"));
+            }
+            return Ok(None);
+        }
+    };
+    let shard = match get("-shard") {
+        Some(s) => Shard::parse(&s)?,
+        None => Shard::ALL,
+    };
+    let prefix = get("-prefix").unwrap_or_else(|| "shot_".to_string());
+    if prefix.is_empty() {
+        return Err(Error::flag("-prefix", "must not be empty"));
+    }
+    Ok(Some((
+        base,
+        ShotOptions {
+            source,
+            prefix,
+            manifest: get("-manifest").map(PathBuf::from),
+            shard,
+        },
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(args: &[&str]) -> Result<Option<(Vec<String>, ShotOptions)>> {
+        split_args(args)
+    }
+
+    #[test]
+    fn takes_out_shot_flags_and_keeps_the_rest_in_order() {
+        let (base, o) = split(&[
+            "-N", "5", "-shots", "s.jsonl", "-lambda", "1", "-shard", "1/4", "-prefix", "out/x_",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(base, ["-N", "5", "-lambda", "1"]);
+        assert_eq!(o.source, ShotSource::File("s.jsonl".into()));
+        assert_eq!(o.shard, Shard { index: 1, count: 4 });
+        assert_eq!(o.prefix, "out/x_");
+        assert_eq!(o.manifest, None);
+    }
+
+    #[test]
+    fn no_shot_flags_is_a_classic_run() {
+        assert_eq!(split(&["-N", "5"]).unwrap(), None);
+    }
+
+    #[test]
+    fn errors_name_the_flag() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-shots"], "-shots"),
+            (&["-shots", "-N", "5"], "-shots"),
+            (&["-shots_random", "0"], "-shots_random"),
+            (&["-shots_random", "x"], "-shots_random"),
+            (&["-shots", "a", "-shots_random", "3"], "-shots_random"),
+            (&["-prefix", "p_"], "-prefix"),
+            (&["-shard", "0/2"], "-shard"),
+            (&["-shots_random", "3", "-shard", "2/2"], "-shard"),
+        ];
+        for (args, flag) in cases {
+            let e = split(args).unwrap_err().to_string();
+            assert!(e.contains(flag), "{args:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! A shot run: validate every shot, skip the ones a previous run finished, render the rest one
+//! after another (each render uses all worker threads) while a writer thread writes the previous
+//! shot's files and manifest line.
+
+use super::args::{ShotOptions, ShotSource};
+use super::list::{random_shots, read_shot_list, validate, Shot};
+use super::manifest::{
+    manifest_dir, read_manifest, relative_name, rewrite, sha256_hex, verify_files, Appender, FileRecord,
+    MANIFEST_VERSION,
+};
+use super::output::write_shot;
+use crate::cli::{parse_args, usage, Parsed, RunOptions};
+use crate::config::{HklSource, Misset, SimConfig};
+use crate::error::{Error, Result};
+use crate::io::atomic::sync_parent_dir;
+use crate::io::hkl::HklGrid;
+use crate::setup::{load_structure_factors, Experiment};
+use crate::simulate::{Image, RenderOptions};
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What one finished shot run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Shots in the list, in this shard, skipped as already done, rendered now.
+    pub total: usize,
+    pub in_shard: usize,
+    pub skipped: usize,
+    pub rendered: usize,
+    /// Wall-clock seconds of the rendering loop (after validation and resume checks).
+    pub seconds: f64,
+}
+
+/// The manifest's default name: `manifest.jsonl`, or `manifest.shard-I-of-N.jsonl` for a
+/// shard, in the prefix's directory.
+pub fn default_manifest(opts: &ShotOptions) -> PathBuf {
+    let name = if opts.shard.is_all() {
+        "manifest.jsonl".to_string()
+    } else {
+        format!("manifest.shard-{}-of-{}.jsonl", opts.shard.index, opts.shard.count)
+    };
+    prefix_dir(&opts.prefix).join(name)
+}
+
+/// The directory of `{prefix}000000.bin`.
+fn prefix_dir(prefix: &str) -> PathBuf {
+    let probe = PathBuf::from(format!("{prefix}0"));
+    match probe.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// SHA-256 of a JSON value's text.
+fn fingerprint(v: &Value) -> String {
+    sha256_hex(v.to_string().as_bytes())
+}
+
+/// Runs the shots of `opts` on top of the base flags `base_args` (the command line without the
+/// shot flags) and prints a line per shot and a summary.
+pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
+    let (base, run_opts) = match parse_args(base_args)? {
+        Parsed::Help => {
+            print!("{}", usage());
+            return Ok(Summary {
+                total: 0,
+                in_shard: 0,
+                skipped: 0,
+                rendered: 0,
+                seconds: 0.0,
+            });
+        }
+        Parsed::Run(cfg, o) => (*cfg, o),
+    };
+    check_supported(&base)?;
+    let base_seed = base.output.seed.unwrap_or(0);
+    let shots = match &opts.source {
+        // every shot is checked before anything is rendered
+        ShotSource::File(path) => read_shot_list(path, base_seed, &base, run_opts)?,
+        ShotSource::Random(n) => {
+            let shots = random_shots(*n, base_seed);
+            validate(&shots, &base, run_opts)?;
+            shots
+        }
+    };
+    let dir = prefix_dir(&opts.prefix);
+    if !dir.is_dir() {
+        return Err(Error::io(
+            &dir,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "directory of -prefix does not exist"),
+        ));
+    }
+    let manifest = opts.manifest.clone().unwrap_or_else(|| default_manifest(opts));
+    if !manifest_dir(&manifest).is_dir() {
+        return Err(Error::io(
+            &manifest,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "directory does not exist"),
+        ));
+    }
+    let run_sha = fingerprint(&json!(base_args));
+    let mine: Vec<&Shot> = shots.iter().filter(|s| opts.shard.contains(s.index)).collect();
+    let prints: HashMap<usize, String> = mine
+        .iter()
+        .map(|s| {
+            let fp = fingerprint(&json!({"base": base_args, "args": s.args, "mat": s.matrix}));
+            (s.index, fp)
+        })
+        .collect();
+    let done = resume(&manifest, &prints)?;
+    let todo: Vec<&Shot> = mine.iter().copied().filter(|s| !done.contains(&s.index)).collect();
+    println!(
+        "{} shots in the list, {} in shard {}, {} already done, {} to render; manifest {}",
+        shots.len(),
+        mine.len(),
+        opts.shard,
+        mine.len() - todo.len(),
+        todo.len(),
+        manifest.display()
+    );
+
+    let engine = run_opts.engine()?;
+    let device = engine.probe()?;
+    if engine != crate::engine::Engine::default() {
+        println!("engine: {} on {device}", engine.name());
+    }
+    if let (HklSource::File(_), Some(grid)) = (&base.crystal.hkl, load_structure_factors(&base)?) {
+        // as a classic run: cache the structure factors for runs without -hkl
+        crate::io::fdump::write_fdump(Path::new("Fdump.bin"), &grid)?;
+    }
+    let mut render_opts = RenderOptions::default();
+    if let Some(b) = run_opts.memory_budget_bytes {
+        render_opts.memory_budget = b;
+    }
+
+    let ctx = Context {
+        prefix: &opts.prefix,
+        manifest: &manifest,
+        total: shots.len(),
+        shard: opts.shard.to_string(),
+        run_sha: &run_sha,
+        prints: &prints,
+    };
+    let start = Instant::now();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(1);
+    let rendered = std::thread::scope(|s| -> Result<usize> {
+        let writer = s.spawn(|| -> Result<usize> {
+            let mut appender = Appender::open(&manifest)?;
+            let mut n = 0;
+            for r in rx {
+                write_one(&ctx, &mut appender, r)?;
+                n += 1;
+            }
+            Ok(n)
+        });
+        let mut grids: Vec<((HklSource, u64), Option<HklGrid>)> = Vec::new();
+        let mut warned: BTreeSet<String> = BTreeSet::new();
+        let mut failure = None;
+        for shot in &todo {
+            let t0 = Instant::now();
+            let result = render_one(shot, &base, run_opts, &engine, &render_opts, &mut grids, &mut warned);
+            match result {
+                Ok((cfg, exp, image)) => {
+                    let msg = Rendered {
+                        shot: (*shot).clone(),
+                        cfg,
+                        exp,
+                        image,
+                        render_seconds: t0.elapsed().as_secs_f64(),
+                    };
+                    if tx.send(msg).is_err() {
+                        break; // the writer failed; its error is reported below
+                    }
+                }
+                Err(e) => {
+                    failure = Some(Error::Shot {
+                        index: shot.index,
+                        line: shot.line(),
+                        source: Box::new(e),
+                    });
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::Config("the writer thread panicked".into())))?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    println!(
+        "rendered {rendered} shots in {seconds:.2} s ({:.2} shots/s); {} skipped as done",
+        rendered as f64 / seconds.max(1e-9),
+        mine.len() - todo.len()
+    );
+    Ok(Summary {
+        total: shots.len(),
+        in_shard: mine.len(),
+        skipped: mine.len() - todo.len(),
+        rendered,
+        seconds,
+    })
+}
+
+/// Flags a shot run cannot honour.
+fn check_supported(base: &SimConfig) -> Result<()> {
+    let out = &base.output;
+    let refuse = |flag: &str| Err(Error::flag(flag, "not supported with -shots/-shots_random"));
+    if !out.derivatives.is_empty() {
+        return refuse("-derivative");
+    }
+    if out.trace_pixel.is_some() {
+        return refuse("-trace_pixel");
+    }
+    if out.printout || out.printout_pixel.is_some() {
+        return refuse("-printout");
+    }
+    if base.crystal.misset == Misset::Random && base.crystal.misset_seed.is_none() {
+        return Err(Error::flag(
+            "-misset",
+            "'random' in the base flags of a shot run needs -misset_seed (every shard must draw the same); \
+             for one random orientation per shot use -shots_random N or \"misset\": \"random\" in the shot list",
+        ));
+    }
+    Ok(())
+}
+
+/// A shot ready to be written.
+struct Rendered {
+    shot: Shot,
+    cfg: SimConfig,
+    exp: Experiment,
+    image: Image,
+    render_seconds: f64,
+}
+
+/// What the writer needs about the run.
+struct Context<'a> {
+    prefix: &'a str,
+    manifest: &'a Path,
+    total: usize,
+    shard: String,
+    run_sha: &'a str,
+    prints: &'a HashMap<usize, String>,
+}
+
+fn render_one(
+    shot: &Shot,
+    base: &SimConfig,
+    run_opts: RunOptions,
+    engine: &crate::engine::Engine,
+    render_opts: &RenderOptions,
+    grids: &mut Vec<((HklSource, u64), Option<HklGrid>)>,
+    warned: &mut BTreeSet<String>,
+) -> Result<(SimConfig, Experiment, Image)> {
+    let (cfg, _) = shot.configure(base, run_opts)?;
+    // structure factors are read once per (source, default_F)
+    let key = (cfg.crystal.hkl.clone(), cfg.crystal.default_f.to_bits());
+    let grid = match grids.iter().find(|(k, _)| *k == key) {
+        Some((_, g)) => g.clone(),
+        None => {
+            let g = load_structure_factors(&cfg)?;
+            grids.push((key, g.clone()));
+            g
+        }
+    };
+    let exp = Experiment::with_structure_factors(&cfg, grid)?;
+    for w in &exp.warnings {
+        if warned.insert(w.clone()) {
+            println!("WARNING: {w}");
+        }
+    }
+    let image = engine.render(&exp, render_opts)?;
+    Ok((cfg, exp, image))
+}
+
+/// Writes a shot's files, flushes them to disk, then appends its manifest line.
+fn write_one(ctx: &Context, appender: &mut Appender, r: Rendered) -> Result<()> {
+    let t0 = Instant::now();
+    let shot_err = |e: Error| Error::Shot {
+        index: r.shot.index,
+        line: r.shot.line(),
+        source: Box::new(e),
+    };
+    let (files, stats) = write_shot(ctx.prefix, r.shot.index, &r.cfg.output, &r.exp, &r.image).map_err(shot_err)?;
+    let mut records = Vec::with_capacity(files.len());
+    for (kind, path) in &files {
+        let mut f = std::fs::File::open(path).map_err(|e| shot_err(Error::io(path, e)))?;
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes).map_err(|e| shot_err(Error::io(path, e)))?;
+        f.sync_all().map_err(|e| shot_err(Error::io(path, e)))?;
+        records.push(FileRecord {
+            kind: kind.to_string(),
+            path: relative_name(ctx.manifest, path),
+            bytes: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+        });
+    }
+    if let Some((_, first)) = files.first() {
+        sync_parent_dir(first).map_err(shot_err)?;
+    }
+    let write_seconds = t0.elapsed().as_secs_f64();
+    let overrides: serde_json::Map<String, Value> = r.shot.overrides.iter().cloned().collect();
+    let line = json!({
+        "version": MANIFEST_VERSION,
+        "index": r.shot.index,
+        "total": ctx.total,
+        "shard": ctx.shard,
+        "line": r.shot.line(),
+        "run_sha256": ctx.run_sha,
+        "shot_sha256": ctx.prints[&r.shot.index],
+        "overrides": overrides,
+        "args": r.shot.args,
+        "params": effective_params(&r.cfg, &r.exp),
+        "stats": stats,
+        "files": records,
+        "render_seconds": r.render_seconds,
+        "write_seconds": write_seconds,
+        "seconds": r.render_seconds + write_seconds,
+    });
+    appender.append(&line).map_err(shot_err)?;
+    println!(
+        "shot {:06}: max_I = {:.6e}  mean = {:.6e}  ({:.3} s render, {:.3} s write)",
+        r.shot.index,
+        stats["max_I"].as_f64().unwrap_or(f64::NAN),
+        stats["mean"].as_f64().unwrap_or(f64::NAN),
+        r.render_seconds,
+        write_seconds
+    );
+    Ok(())
+}
+
+/// The shot's resolved parameters, in the command line's units.
+fn effective_params(cfg: &SimConfig, exp: &Experiment) -> Value {
+    let d = &exp.detector;
+    let mm = |m: f64| m * 1e3;
+    let deg = f64::to_degrees;
+    json!({
+        "lambda_A": exp.lambda0 * 1e10,
+        "distance_mm": mm(d.distance),
+        "close_distance_mm": mm(d.close_distance),
+        "Xbeam_mm": mm(d.xbeam),
+        "Ybeam_mm": mm(d.ybeam),
+        "detector_rot_deg": [deg(d.rotx), deg(d.roty), deg(d.rotz)],
+        "twotheta_deg": deg(d.twotheta),
+        "pixels": [d.fpixels, d.spixels],
+        "pixel_mm": mm(d.pixel_size),
+        "phi_deg": deg(exp.phi0),
+        "osc_deg": deg(exp.phi.range),
+        "phisteps": exp.phi.count,
+        "misset_deg": exp.lattice.misset.map(|m| m.map(deg)),
+        "cell": exp.lattice.cell_parameters(),
+        "N": exp.n_cells,
+        "mosaic_deg": deg(exp.mosaic_spread),
+        "mosaic_domains": exp.mosaic_umats.len(),
+        "mosaic_seed": cfg.crystal.mosaic_seed,
+        "seed": cfg.output.seed,
+        "fluence": exp.fluence,
+        "dispersion_pct": cfg.beam.dispersion * 100.0,
+        "default_F": exp.structure_factors.default_f,
+    })
+}
+
+/// Reads the manifest of an earlier run (if any) and returns the shots of `prints` it finished:
+/// lines whose shot fingerprint matches and whose files exist with the recorded size and
+/// SHA-256. When anything is dropped (a torn or unreadable line, a stale or duplicate line, a
+/// line whose files are gone or changed), the manifest is rewritten atomically with the lines
+/// kept; lines of shots not in `prints` (another shard's) are kept as they are.
+fn resume(manifest: &Path, prints: &HashMap<usize, String>) -> Result<BTreeSet<usize>> {
+    let mut done = BTreeSet::new();
+    let Some(loaded) = read_manifest(manifest)? else {
+        return Ok(done);
+    };
+    let mut dirty = loaded.torn_tail || !loaded.bad_lines.is_empty();
+    for (line, why) in &loaded.bad_lines {
+        println!(
+            "manifest {}:{line}: dropped an unreadable line ({why})",
+            manifest.display()
+        );
+    }
+    let mut keep = Vec::new();
+    for rec in loaded.records {
+        let idx = rec.head.index;
+        match prints.get(&idx) {
+            None => keep.push(rec.raw),
+            Some(_) if done.contains(&idx) => dirty = true,
+            Some(fp) if *fp != rec.head.shot_sha256 => {
+                println!("shot {idx:06}: flags changed since it was rendered; redoing it");
+                dirty = true;
+            }
+            Some(_) => match verify_files(manifest, &rec.head) {
+                Ok(()) => {
+                    done.insert(idx);
+                    keep.push(rec.raw);
+                }
+                Err(why) => {
+                    println!("shot {idx:06}: {why}; redoing it");
+                    dirty = true;
+                }
+            },
+        }
+    }
+    if dirty {
+        rewrite(manifest, &keep)?;
+    }
+    Ok(done)
+}
