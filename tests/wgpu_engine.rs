@@ -153,7 +153,8 @@ fn agreement(got: &[f32], want: &[f32]) -> (f64, f64) {
 }
 
 /// Issue 15: on `engine`, the differentiable scene, every derivative image and the gradients
-/// of a weighted image sum agree with cpu f64 on every configuration of [`matrix`].
+/// of a weighted image sum agree with cpu f64 on the configurations of [`matrix`] (four by
+/// default, all 16 with `NANOBRAGG_FULL_MATRIX=1`).
 /// Scene: each tensor within 2e-5 of its largest component (f32 rounding of a few dozen
 /// operations). Derivative images: correlation ≥ 0.999 and max |Δ| ≤ 1e-3 of the reference's
 /// maximum. Gradients: as [`gradients_match_cpu`].
@@ -162,7 +163,13 @@ fn matrix_matches_cpu(engine: Engine) {
         return;
     }
     let mut failures = Vec::new();
-    for (label, flags, names) in matrix() {
+    // every layout compiles kernels of its own (~20 s a graph on llvmpipe): by default the
+    // all-one, all-many and two mixed layouts; NANOBRAGG_FULL_MATRIX=1 runs all 16
+    let full = std::env::var("NANOBRAGG_FULL_MATRIX").is_ok_and(|v| v == "1");
+    for (bits, (label, flags, names)) in matrix().into_iter().enumerate() {
+        if !full && ![0b0000, 0b1111, 0b0101, 0b1010].contains(&bits) {
+            continue;
+        }
         let (cfg, exp) = setup(&flags);
         // the scene, tensor by tensor
         let want = CPU.run(SceneValues(&cfg, &exp)).unwrap();

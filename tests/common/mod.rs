@@ -215,6 +215,7 @@ pub fn temporaries(dir: &std::path::Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
 
 /// Every regular file of `dir` (not recursive) by name, with its bytes; names starting with
 /// `skip_prefix` (e.g. "manifest") are left out.
