@@ -27,7 +27,7 @@ use crate::cli::{parse_args, Parsed};
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::params::Params;
-use crate::scene::Scene;
+use crate::scene::{Scene, SceneTensors};
 use crate::setup::{load_structure_factors, Experiment};
 use crate::simulate::{chunk_intensity, chunking, RenderOptions};
 use burn::module::Module;
@@ -123,7 +123,8 @@ impl<B: Backend> Simulator<B> {
         let device = params.cell.val().device();
         let d = &exp.detector;
         let host = Scene::new(exp);
-        let scene = params.scene(cfg, exp, &device);
+        // the constants from the one host scene (Params::scene would lay it out again)
+        let scene = params.scene_with(cfg, exp, &SceneTensors::new(&host, exp, &device), &device);
         let active = exp.active_pixels();
         let (per_chunk, block) = chunking(exp, &host, active.len(), options);
         // C switches tricubic interpolation off for good at the first out-of-range point:
