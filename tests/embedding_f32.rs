@@ -1,6 +1,6 @@
 //! The embedding contract on `NdArray<f32>` (its own binary: burn fixes a device's float dtype
-//! per process). `forward()` equals the binary's `-precision f32` image, and its f64 image to
-//! f32 rounding.
+//! per process). `forward()` equals the binary's `-precision f32` and f64 images to f32
+//! rounding.
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::tensor::DType;
@@ -20,8 +20,10 @@ fn forward_on_ndarray_f32_equals_the_float_image() {
 
     let max = got.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     assert!(max > 0.0, "blank image");
-    // the binary's own f32 engine runs the same arithmetic; its f64 engine differs by f32 rounding
-    for (precision, tolerance) in [("f32", 2e-5f32), ("f64", 1e-3)] {
+    // f32 rounding: the binary's f32 engine takes its scene from f64 host values, the simulator
+    // builds it from f32 parameter tensors (3.8e-5 of the maximum apart on CI's machine; 1.4e-4
+    // from the f64 image)
+    for (precision, tolerance) in [("f32", 2e-4f32), ("f64", 1e-3)] {
         let want = float_image(&args, precision);
         assert_eq!(got.len(), want.len());
         let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max) / max;
