@@ -286,7 +286,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
 
     let det = &exp.detector;
     let active = exp.active_pixels();
-    let (per_chunk, block) = chunking(exp, &scene, active.len(), opts);
+    let (per_chunk, block) = chunking(exp, &scene, active.count(), opts);
     // more derivatives, more columns per intermediate: shrink the chunk to keep memory bounded
     let per_chunk = (per_chunk / (1 + n / 4)).max(1);
     let mut data = vec![0.0f32; det.pixels()];
@@ -294,13 +294,13 @@ pub fn derivative_images<AB: AutodiffBackend>(
     let mut omega_sum = 0.0;
     let mut fell_back = false;
     let mut tri = exp.structure_factors.interpolate;
-    for pixels in active.chunks(per_chunk) {
+    for pixels in active.chunks(per_chunk).iter() {
         let p = pixels.len();
         let probe = Probe {
             epsilon: Tensor::<AB, 2>::zeros([p, n], device).require_grad(),
             tangents: t.clone(),
         };
-        let out = chunk_intensity_probed(exp, &scene, &st, pixels, tri, block, device, Some(&probe));
+        let out = chunk_intensity_probed(exp, &scene, &st, &pixels, tri, block, device, Some(&probe));
         omega_sum += out.omega_sum;
         // C turns interpolation off for good at the first out-of-range point
         if out.out_of_range {

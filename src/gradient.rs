@@ -84,8 +84,8 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     crate::engine::tune_process();
     let scene = Scene::new(exp);
     let active = exp.active_pixels();
-    let (per_chunk, block) = gradient_chunking(exp, &scene, active.len(), opts);
-    let chunks: Vec<&[u32]> = active.chunks(per_chunk).collect();
+    let (per_chunk, block) = gradient_chunking(exp, &scene, active.count(), opts);
+    let chunks = active.chunks(per_chunk);
 
     // 1. the scene as a graph over the parameters, and its values as untracked tensors
     let scene_graph = params.scene(cfg, exp, device);
@@ -100,7 +100,10 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         let mut part = Partial::new(&values);
         loop {
             let j = next.fetch_add(1, Ordering::Relaxed);
-            let Some(pixels) = chunks.get(j) else { break };
+            if j >= chunks.len() {
+                break;
+            }
+            let pixels = chunks.get(j);
             // detach() gives each leaf a node of its own: leaves sharing a node id would merge the
             // threads' graphs in burn's autodiff (and deadlock its locks)
             let leaves: Vec<Tensor<B, 1>> = values.iter().map(|t| t.clone().detach().require_grad()).collect();
@@ -109,13 +112,13 @@ pub fn weighted_vjp<B: AutodiffBackend>(
                 exp,
                 &scene,
                 &st,
-                pixels,
+                &pixels,
                 exp.structure_factors.interpolate,
                 block,
                 device,
             );
             let intensity = to_host_shared(out.intensity.clone())?;
-            let (loss, w) = weigh(pixels, &intensity);
+            let (loss, w) = weigh(&pixels, &intensity);
             let weighted = (out.intensity * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
             let grads = weighted.backward();
             for (acc, leaf) in part.scene_grad.iter_mut().zip(&leaves) {
@@ -143,7 +146,7 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     for part in parts {
         let part = part?;
         for (j, v) in part.values {
-            for (&i, x) in chunks[j].iter().zip(v) {
+            for (&i, x) in chunks.get(j).iter().zip(v) {
                 image.data[i as usize] = x as f32;
             }
         }

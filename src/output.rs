@@ -1,10 +1,9 @@
 //! Image products the C program derives from the float image: statistics, the integer SMV
 //! image, the Poisson noise image and the PGM preview (physics reference §14, §17).
 
-use crate::config::Roi;
 use crate::io::smv::SmvFields;
 use crate::noise::PoissonNoise;
-use crate::setup::Experiment;
+use crate::setup::{ActivePixels, Experiment};
 use crate::simulate::Image;
 
 /// The statistics C prints after rendering.
@@ -22,19 +21,10 @@ pub struct Statistics {
     pub rendered: usize,
 }
 
-fn in_roi(roi: &Roi, f: usize, s: usize) -> bool {
-    let (f, s) = (f as i64, s as i64);
-    f >= roi.xmin && f <= roi.xmax && s >= roi.ymin && s <= roi.ymax
-}
-
-/// Pixels of the ROI in C's order (slow, then fast).
+/// Pixels of the ROI in C's order (slow, then fast), masked ones included.
 fn roi_pixels(exp: &Experiment) -> impl Iterator<Item = usize> + '_ {
     let d = &exp.detector;
-    (0..d.spixels).flat_map(move |s| {
-        (0..d.fpixels)
-            .filter(move |&f| in_roi(&exp.roi, f, s))
-            .map(move |f| s * d.fpixels + f)
-    })
+    ActivePixels::new(d.fpixels, d.spixels, &exp.roi, None).iter()
 }
 
 impl Statistics {
@@ -44,8 +34,7 @@ impl Statistics {
         let os = exp.oversample;
         let sub = d.pixel_size / os as f64;
         let (mut sum, mut sumsq, mut n, mut max_i, mut max_at) = (0.0, 0.0, 0usize, 0.0f64, (0.0, 0.0));
-        for idx in exp.active_pixels() {
-            let idx = idx as usize;
+        for idx in exp.active_pixels().iter() {
             let v = image.data[idx] as f64;
             if v > max_i {
                 max_i = v;
@@ -86,15 +75,26 @@ pub fn int_scale(user: Option<f64>, stats: &Statistics) -> f64 {
     }
 }
 
-/// The noiseless integer image: ROI pixels get round-half-up(value·scale + adc) clipped to
-/// [0, 65535]; pixels outside the ROI are 0.
-pub fn int_image(exp: &Experiment, image: &Image, scale: f64, adc: f64) -> Vec<u16> {
-    let mut out = vec![0u16; image.data.len()];
-    for idx in roi_pixels(exp) {
-        let v = (image.data[idx] as f64 * scale + adc).clamp(0.0, 65535.0);
-        out[idx] = ((v + 0.5) as f32).floor() as u16;
+/// Whether pixel `idx` (slow·fpixels + fast) lies in the ROI.
+fn in_roi(exp: &Experiment) -> impl Fn(usize) -> bool {
+    let (fpixels, r) = (exp.detector.fpixels.max(1), exp.roi);
+    move |idx| {
+        let (f, s) = ((idx % fpixels) as i64, (idx / fpixels) as i64);
+        f >= r.xmin && f <= r.xmax && s >= r.ymin && s <= r.ymax
     }
-    out
+}
+
+/// The noiseless integer image, pixel by pixel in file order: ROI pixels get
+/// round-half-up(value·scale + adc) clipped to [0, 65535]; pixels outside the ROI are 0.
+pub fn int_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64, adc: f64) -> impl Iterator<Item = u16> + 'a {
+    let inside = in_roi(exp);
+    image.data.iter().enumerate().map(move |(i, &x)| {
+        if !inside(i) {
+            return 0;
+        }
+        let v = (x as f64 * scale + adc).clamp(0.0, 65535.0);
+        ((v + 0.5) as f32).floor() as u16
+    })
 }
 
 /// The PGM scale: the user's, else 250/(5·rmsd), else the int scale.
@@ -106,40 +106,73 @@ pub fn pgm_scale(user: Option<f64>, int_scale: f64, stats: &Statistics) -> f64 {
     }
 }
 
-/// PGM bytes: min(255, value·scale) truncated; 0 outside the ROI.
-pub fn pgm_image(exp: &Experiment, image: &Image, scale: f64) -> Vec<u8> {
-    let mut out = vec![0u8; image.data.len()];
-    for idx in roi_pixels(exp) {
-        out[idx] = (image.data[idx] as f64 * scale).min(255.0) as u8;
-    }
-    out
+/// PGM bytes, pixel by pixel in file order: min(255, value·scale) truncated; 0 outside the ROI.
+pub fn pgm_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64) -> impl Iterator<Item = u8> + 'a {
+    let inside = in_roi(exp);
+    image.data.iter().enumerate().map(move |(i, &x)| {
+        if inside(i) {
+            (x as f64 * scale).min(255.0) as u8
+        } else {
+            0
+        }
+    })
 }
 
-/// The Poisson noise image with C's generator: for each ROI pixel in order, a deviate of the
-/// pixel's photons, plus adc, clipped at 65535 (an overload) and truncated. Returns the image,
-/// the photon total and the overload count.
+/// The Poisson noise image with C's generator, pixel by pixel in file order (which is C's order
+/// of drawing): for each ROI pixel a deviate of its photons, plus adc, clipped at 65535 (an
+/// overload) and truncated; 0 outside the ROI. Counts photons and overloads as it goes.
 ///
 /// Non-finite pixels (which C cannot handle: its sampler never returns for NaN) draw no random
 /// number and add no photons: +∞ gives 65535 and counts as an overload, NaN gives 0 (as in the
 /// int image), −∞ gives adc (a deviate of 0, like any negative mean).
-pub fn noise_image(exp: &Experiment, image: &Image, seed: i64, adc: f64) -> (Vec<u16>, f64, usize) {
-    let mut noise = PoissonNoise::new(seed);
-    let mut out = vec![0u16; image.data.len()];
-    let (mut photons, mut overloads) = (0.0, 0usize);
-    for idx in roi_pixels(exp) {
-        let n = noise.poisson(image.data[idx]) as f64;
-        if n.is_finite() {
-            photons += n;
+pub struct NoisePixels<'a> {
+    noise: PoissonNoise,
+    data: std::iter::Enumerate<std::slice::Iter<'a, f32>>,
+    inside: Box<dyn Fn(usize) -> bool>,
+    adc: f64,
+    /// Photons drawn so far (finite deviates).
+    pub photons: f64,
+    /// Pixels clipped at 65535 so far.
+    pub overloads: usize,
+}
+
+impl<'a> NoisePixels<'a> {
+    pub fn new(exp: &Experiment, image: &'a Image, seed: i64, adc: f64) -> Self {
+        Self {
+            noise: PoissonNoise::new(seed),
+            data: image.data.iter().enumerate(),
+            inside: Box::new(in_roi(exp)),
+            adc,
+            photons: 0.0,
+            overloads: 0,
         }
-        let mut v = n + adc;
+    }
+}
+
+impl Iterator for NoisePixels<'_> {
+    type Item = u16;
+
+    fn next(&mut self) -> Option<u16> {
+        let (i, &x) = self.data.next()?;
+        if !(self.inside)(i) {
+            return Some(0);
+        }
+        let n = self.noise.poisson(x) as f64;
+        if n.is_finite() {
+            self.photons += n;
+        }
+        let mut v = n + self.adc;
         if v > 65535.0 {
             v = 65535.0;
-            overloads += 1;
+            self.overloads += 1;
         }
         // a NaN deviate becomes 0 here (Rust's float-to-int cast), as in the int image
-        out[idx] = v as u16;
+        Some(v as u16)
     }
-    (out, photons, overloads)
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.data.size_hint()
+    }
 }
 
 /// Where an image holds values that are not finite numbers.
@@ -249,10 +282,11 @@ mod tests {
     fn noise_of_non_finite_pixels_is_defined() {
         let exp = experiment(2);
         let img = image(vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 5.0], 2);
-        let (noisy, photons, overloads) = noise_image(&exp, &img, 1, 40.0);
+        let mut pixels = NoisePixels::new(&exp, &img, 1, 40.0);
+        let noisy: Vec<u16> = pixels.by_ref().collect();
         assert_eq!(&noisy[..3], &[0, 65535, 40]);
-        assert_eq!(overloads, 1);
+        assert_eq!(pixels.overloads, 1);
         // only the finite pixel adds photons
-        assert_eq!(photons, noisy[3] as f64 - 40.0);
+        assert_eq!(pixels.photons, noisy[3] as f64 - 40.0);
     }
 }

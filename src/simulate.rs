@@ -166,8 +166,8 @@ pub fn render_scene<B: Backend>(
     make: &(dyn Fn() -> SceneTensors<B> + Sync),
 ) -> Result<Image> {
     let active = exp.active_pixels();
-    let plan = plan(exp, scene, active.len(), opts, 8);
-    let chunks: Vec<&[u32]> = active.chunks(plan.pixels_per_chunk).collect();
+    let plan = plan(exp, scene, active.count(), opts, 8);
+    let chunks = active.chunks(plan.pixels_per_chunk);
     let interpolate = exp.structure_factors.interpolate;
     let d = &exp.detector;
     let next = AtomicUsize::new(0);
@@ -178,9 +178,9 @@ pub fn render_scene<B: Backend>(
     let status: Mutex<Vec<Option<(bool, f64)>>> = Mutex::new(vec![None; chunks.len()]);
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let threads = opts.threads.clamp(1, chunks.len().max(1));
-    let store = |j: usize, out: ChunkOut| {
+    let store = |j: usize, pixels: &[u32], out: ChunkOut| {
         let mut img = image.lock().expect("no worker panicked");
-        for (&idx, &v) in chunks[j].iter().zip(&out.values) {
+        for (&idx, &v) in pixels.iter().zip(&out.values) {
             img[idx as usize] = v as f32;
         }
         status.lock().expect("no worker panicked")[j] = Some((out.tricubic, out.omega_sum));
@@ -194,21 +194,22 @@ pub fn render_scene<B: Backend>(
                 break;
             }
             let tri = interpolate && j < oor_chunk.load(Ordering::SeqCst);
-            match render_chunk(exp, scene, &st, chunks[j], tri, plan.block, device) {
+            let pixels = chunks.get(j);
+            match render_chunk(exp, scene, &st, &pixels, tri, plan.block, device) {
                 Ok(out) => {
                     if out.out_of_range {
                         oor_chunk.fetch_min(j, Ordering::SeqCst);
                     }
-                    store(j, out);
+                    store(j, &pixels, out);
                 }
                 Err(e) => {
                     *failure.lock().expect("no worker panicked") = Some(e);
                     break;
                 }
             }
-            let n = done.fetch_add(chunks[j].len(), Ordering::SeqCst) + chunks[j].len();
+            let n = done.fetch_add(pixels.len(), Ordering::SeqCst) + pixels.len();
             if let Some(p) = &opts.progress {
-                p(n, active.len());
+                p(n, chunks.total());
             }
         }
     })?;
@@ -228,7 +229,12 @@ pub fn render_scene<B: Backend>(
                 .collect()
         };
         for j in redo {
-            store(j, render_chunk(exp, scene, &st, chunks[j], false, plan.block, device)?);
+            let pixels = chunks.get(j);
+            store(
+                j,
+                &pixels,
+                render_chunk(exp, scene, &st, &pixels, false, plan.block, device)?,
+            );
         }
     }
     let omega_sum = status

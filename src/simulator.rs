@@ -126,13 +126,14 @@ impl<B: Backend> Simulator<B> {
         // the constants from the one host scene (Params::scene would lay it out again)
         let scene = params.scene_with(cfg, exp, &SceneTensors::new(&host, exp, &device), &device);
         let active = exp.active_pixels();
-        let (per_chunk, block) = chunking(exp, &host, active.len(), options);
+        let (per_chunk, block) = chunking(exp, &host, active.count(), options);
+        let chunks = active.chunks(per_chunk);
         // C switches tricubic interpolation off for good at the first out-of-range point:
         // chunks run in C's pixel order, so the rule holds across them
         let mut tricubic = exp.structure_factors.interpolate;
-        let mut parts = Vec::with_capacity(active.len().div_ceil(per_chunk.max(1)));
-        for pixels in active.chunks(per_chunk.max(1)) {
-            let out = chunk_intensity(exp, &host, &scene, pixels, tricubic, block, &device);
+        let mut parts = Vec::with_capacity(chunks.len());
+        for pixels in chunks.iter() {
+            let out = chunk_intensity(exp, &host, &scene, &pixels, tricubic, block, &device);
             tricubic &= !out.out_of_range;
             parts.push(out.intensity.reshape([pixels.len()]));
         }
@@ -142,12 +143,12 @@ impl<B: Backend> Simulator<B> {
             1 => parts.pop().expect("one part"),
             _ => Tensor::cat(parts, 0),
         };
-        let image = if active.len() == n {
+        let image = if chunks.total() == n {
             // every pixel rendered, in order
             values
         } else {
-            let index: Vec<i64> = active.iter().map(|&i| i as i64).collect();
-            let index = Tensor::<B, 1, Int>::from_data(TensorData::new(index, [active.len()]), &device);
+            let index: Vec<i64> = active.iter().map(|i| i as i64).collect();
+            let index = Tensor::<B, 1, Int>::from_data(TensorData::new(index, [chunks.total()]), &device);
             Tensor::zeros([n], &device).select_assign(0, index, values, IndexingUpdateOp::Add)
         };
         image.reshape([d.spixels, d.fpixels])

@@ -79,7 +79,7 @@ fn weights(n: usize) -> Vec<f32> {
 /// Σ w·I in f64 straight from the stages (the image itself is stored as f32).
 fn weighted_sum(cfg: &SimConfig, exp: &Experiment, p: &Params<B>, w: &[f32]) -> f64 {
     let scene = Scene::new(exp);
-    let pixels = exp.active_pixels();
+    let pixels: Vec<u32> = exp.active_pixels().iter().map(|i| i as u32).collect();
     let st = p.scene(cfg, exp, &dev());
     let tri = exp.structure_factors.interpolate;
     let out = chunk_intensity(exp, &scene, &st, &pixels, tri, scene.orientations, &dev());

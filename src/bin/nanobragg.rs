@@ -10,7 +10,7 @@ use nanobragg::io::{
     fdump::write_fdump, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image,
     smv::write_smv,
 };
-use nanobragg::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale, smv_fields, NonFinite, Statistics};
+use nanobragg::output::{int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels, NonFinite, Statistics};
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
 use nanobragg::simulate::{Image, Progress, RenderOptions};
 use nanobragg::trace::trace_pixel;
@@ -167,8 +167,7 @@ fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions, c
 
 /// `-printout` alone: every rendered pixel's value, as C lists them.
 fn print_pixels(exp: &Experiment, image: &Image, con: &mut Out) -> Result<()> {
-    for idx in exp.active_pixels() {
-        let idx = idx as usize;
+    for idx in exp.active_pixels().iter() {
         let (s, f) = (idx / image.fpixels, idx % image.fpixels);
         writeln!(con, "{f:4} {s:4} : I = {}", fmt_g(image.data[idx] as f64))?;
     }
@@ -239,12 +238,12 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out
     let scale = int_scale(out.scale, &stats);
     writeln!(con, "intfile_scale = {}", g(scale))?;
     let fields = smv_fields(exp);
-    write_smv(&out.intfile, &fields, &int_image(exp, image, scale, out.adc))?;
+    write_smv(&out.intfile, &fields, int_pixels(exp, image, scale, out.adc))?;
     writeln!(con, "writing {} as 2-byte integers", out.intfile.display())?;
     if let Some(pgm) = &out.pgmfile {
         let s = pgm_scale(out.pgmscale, scale, &stats);
         writeln!(con, "pgm_scale = {}", g(s))?;
-        write_pgm(pgm, image.fpixels, image.spixels, s, &pgm_image(exp, image, s))?;
+        write_pgm(pgm, image.fpixels, image.spixels, s, pgm_pixels(exp, image, s))?;
         writeln!(con, "writing {} as 1-byte integers", pgm.display())?;
     }
     if let Some(png) = &out.pngfile {
@@ -263,9 +262,11 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out
     }
     if let Some(noisefile) = &out.noisefile {
         let seed = out.seed.unwrap_or_else(time_seed);
-        let (noisy, photons, overloads) = noise_image(exp, image, seed, out.adc);
+        // drawn as it is written: the counts are known once the file is
+        let mut noisy = NoisePixels::new(exp, image, seed, out.adc);
+        write_smv(noisefile, &fields, &mut noisy)?;
+        let (photons, overloads) = (noisy.photons, noisy.overloads);
         writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
-        write_smv(noisefile, &fields, &noisy)?;
         writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
     }
     Ok(())

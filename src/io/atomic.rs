@@ -28,7 +28,17 @@ const MAX_LINK_HOPS: usize = 40;
 /// [`remove_temporary_files`] can delete them when the process is interrupted. Errors name
 /// `path` as given.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_inner(path, bytes, false)
+    write_atomic_with(path, &mut |w| w.write_all(bytes))
+}
+
+/// The content of a file being written: a function that writes it, in order, into the writer
+/// it is given (buffered). Lets a large output be produced piece by piece, so that writing it
+/// needs no second copy in memory.
+pub type Content<'a> = &'a mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>;
+
+/// [`write_atomic`], with the content produced by `fill` as it is written.
+pub fn write_atomic_with(path: &Path, fill: Content<'_>) -> Result<()> {
+    write_atomic_inner(path, fill, false)
 }
 
 /// [`write_atomic`], durably: the content is flushed to the storage device (`fsync`) before
@@ -36,7 +46,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// loss as well as a crash of the process. Used for manifests, whose lines must never outlive
 /// the files they describe.
 pub fn write_atomic_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_inner(path, bytes, true)?;
+    write_atomic_inner(path, &mut |w| w.write_all(bytes), true)?;
     sync_parent_dir(path)
 }
 
@@ -59,7 +69,7 @@ pub fn sync_parent_dir(path: &Path) -> Result<()> {
 }
 
 /// [`write_atomic`]; `sync`: flush the content to the device before the rename.
-fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+fn write_atomic_inner(path: &Path, fill: Content<'_>, sync: bool) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => {
             let target = if is_symlink(path) {
@@ -67,12 +77,12 @@ fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
             } else {
                 path.to_path_buf()
             };
-            replace(&TEMPORARIES, path, &target, bytes, Some(meta.permissions()), sync)
+            replace(&TEMPORARIES, path, &target, fill, Some(meta.permissions()), sync)
         }
-        Ok(_) => write_in_place(path, bytes),
+        Ok(_) => write_in_place(path, fill),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let target = final_link_target(path)?;
-            replace(&TEMPORARIES, path, &target, bytes, None, sync)
+            replace(&TEMPORARIES, path, &target, fill, None, sync)
         }
         Err(e) => Err(Error::io(path, e)),
     }
@@ -111,23 +121,53 @@ fn final_link_target(path: &Path) -> Result<PathBuf> {
     ))
 }
 
-/// Opens an existing non-regular file for writing and writes `bytes` into it.
-fn write_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new()
+/// Writes `values`, each as its little-endian bytes, through `w`, a block at a time; fails with
+/// `InvalidInput` unless there are exactly `expected` of them (nothing is then left behind:
+/// the error discards the temporary file).
+pub fn write_values<const N: usize>(
+    w: &mut dyn Write,
+    values: impl IntoIterator<Item = [u8; N]>,
+    expected: usize,
+) -> std::io::Result<()> {
+    let mut block = Vec::with_capacity(BUFFER_BYTES);
+    let mut count = 0usize;
+    for v in values {
+        block.extend_from_slice(&v);
+        count += 1;
+        if block.len() >= BUFFER_BYTES {
+            w.write_all(&block)?;
+            block.clear();
+        }
+    }
+    if count != expected {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("image has {count} pixels, expected {expected}"),
+        ));
+    }
+    w.write_all(&block)
+}
+
+/// Bytes buffered between the content and the file.
+const BUFFER_BYTES: usize = 1 << 16;
+
+/// Opens an existing non-regular file for writing and writes the content into it.
+fn write_in_place(path: &Path, fill: Content<'_>) -> Result<()> {
+    let f = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
-    f.write_all(bytes).map_err(|e| Error::io(path, e))?;
-    f.flush().map_err(|e| Error::io(path, e))
+    let mut w = std::io::BufWriter::with_capacity(BUFFER_BYTES, f);
+    fill(&mut w).and_then(|()| w.flush()).map_err(|e| Error::io(path, e))
 }
 
-/// Writes `bytes` to a temporary file beside `target`, then renames it over `target`.
+/// Writes the content to a temporary file beside `target`, then renames it over `target`.
 /// `perms`: the permissions of the file being replaced, if any. Errors name `shown`.
 fn replace(
     registry: &TempRegistry,
     shown: &Path,
     target: &Path,
-    bytes: &[u8],
+    fill: Content<'_>,
     perms: Option<std::fs::Permissions>,
     sync: bool,
 ) -> Result<()> {
@@ -137,7 +177,7 @@ fn replace(
     };
     let (tmp, registered) = registry.create_in(dir).map_err(|e| Error::io(shown, e))?;
     // the file is renamed, or deleted on error, inside; only then is it unregistered
-    let written = fill_and_rename(tmp, target, bytes, perms, sync).map_err(|e| Error::io(shown, e));
+    let written = fill_and_rename(tmp, target, fill, perms, sync).map_err(|e| Error::io(shown, e));
     drop(registered);
     written
 }
@@ -145,15 +185,17 @@ fn replace(
 fn fill_and_rename(
     mut tmp: tempfile::NamedTempFile,
     target: &Path,
-    bytes: &[u8],
+    fill: Content<'_>,
     perms: Option<std::fs::Permissions>,
     sync: bool,
 ) -> std::io::Result<()> {
     if let Some(perms) = perms {
         tmp.as_file().set_permissions(perms)?;
     }
-    tmp.write_all(bytes)?;
-    tmp.flush()?;
+    let mut w = std::io::BufWriter::with_capacity(BUFFER_BYTES, tmp.as_file_mut());
+    fill(&mut w)?;
+    w.flush()?;
+    drop(w);
     if sync {
         tmp.as_file().sync_all()?;
     }
@@ -244,6 +286,7 @@ impl TempRegistry {
 mod tests {
     use super::{replace, write_atomic, TempRegistry};
     use crate::error::Error;
+    use std::io::Write;
     use std::path::Path;
 
     fn names(dir: &Path) -> Vec<String> {
@@ -440,7 +483,15 @@ mod tests {
         assert!(!path.exists());
         drop(guard);
         // no temporary file can be created once the process is ending
-        let err = replace(&reg, Path::new("x"), &dir.path().join("x"), b"x", None, false).unwrap_err();
+        let err = replace(
+            &reg,
+            Path::new("x"),
+            &dir.path().join("x"),
+            &mut |w| w.write_all(b"x"),
+            None,
+            false,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("interrupted"), "{err}");
         assert!(names(dir.path()).is_empty());
     }
@@ -449,7 +500,15 @@ mod tests {
     fn registry_forgets_finished_files() {
         let dir = tempfile::tempdir().unwrap();
         let reg = TempRegistry::new();
-        replace(&reg, Path::new("a"), &dir.path().join("a"), b"a", None, false).unwrap();
+        replace(
+            &reg,
+            Path::new("a"),
+            &dir.path().join("a"),
+            &mut |w| w.write_all(b"a"),
+            None,
+            false,
+        )
+        .unwrap();
         assert!(reg.lock().paths.is_empty());
         assert_eq!(reg.remove_all(), 0);
         assert_eq!(names(dir.path()), vec!["a"]);

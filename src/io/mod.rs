@@ -17,7 +17,7 @@ pub mod raw;
 pub mod smv;
 pub mod sourcefile;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_atomic_with};
 pub use cfmt::fmt_g;
 pub use fdump::{read_fdump, write_fdump};
 pub use hkl::{read_hkl, HklGrid};

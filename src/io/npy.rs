@@ -7,8 +7,9 @@
 //! data as little-endian `f32` in C (row-major) order. An image is written with shape
 //! `[spixels, fpixels]`, so `a[slow, fast]` is the pixel.
 
-use super::atomic::write_atomic;
+use super::atomic::{write_atomic_with, write_values};
 use crate::error::{Error, Result};
+use std::io::Write;
 use std::path::Path;
 
 /// `\x93NUMPY` followed by format version 1.0.
@@ -49,14 +50,12 @@ pub fn write_npy_f32(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
     let Ok(len) = u16::try_from(h.len()) else {
         return Err(invalid(format!("npy header of {} bytes is too long", h.len())));
     };
-    let mut out = Vec::with_capacity(MAGIC.len() + 2 + h.len() + 4 * data.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(h.as_bytes());
-    for v in data {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    write_atomic(path, &out)
+    write_atomic_with(path, &mut |w| {
+        w.write_all(MAGIC)?;
+        w.write_all(&len.to_le_bytes())?;
+        w.write_all(h.as_bytes())?;
+        write_values(w, data.iter().map(|v| v.to_le_bytes()), data.len())
+    })
 }
 
 #[cfg(test)]

@@ -4,17 +4,15 @@
 //! C writes native byte order; every platform it is run on in practice is little-endian, and this
 //! port always writes little-endian so files are portable.
 
-use super::atomic::write_atomic;
+use super::atomic::{write_atomic_with, write_values};
 use crate::error::{Error, Result};
 use std::path::Path;
 
 /// Writes `data` as raw little-endian `f32` values, atomically.
 pub fn write_float_image(path: &Path, data: &[f32]) -> Result<()> {
-    let mut bytes = Vec::with_capacity(data.len() * 4);
-    for v in data {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    write_atomic(path, &bytes)
+    write_atomic_with(path, &mut |w| {
+        write_values(w, data.iter().map(|v| v.to_le_bytes()), data.len())
+    })
 }
 
 /// Reads a raw little-endian `f32` image.

@@ -7,10 +7,10 @@
 //! Header units, as C writes and reads them: lengths in mm, wavelength in Å, angles in degrees,
 //! `XDS_ORGX`/`XDS_ORGY` in pixels.
 
-use super::atomic::write_atomic;
+use super::atomic::{write_atomic_with, write_values};
 use super::cfmt::fmt_g;
 use crate::error::{Error, Result};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// The bytes every SMV file starts with (C compares the first 12 bytes).
@@ -444,30 +444,29 @@ impl SmvFields {
 /// is padded to the next multiple of 512 bytes. C instead writes it unpadded after
 /// `HEADER_BYTES=512`, so its data start at the wrong offset; see docs/differences.md.
 ///
-/// Errors: `data.len() != fpixels·spixels`.
-pub fn write_smv(path: &Path, fields: &SmvFields, data: &[u16]) -> Result<()> {
+/// `data` is produced as it is written. Errors unless it yields exactly `fpixels·spixels`
+/// values; then nothing is written.
+pub fn write_smv(path: &Path, fields: &SmvFields, data: impl IntoIterator<Item = u16>) -> Result<()> {
     let invalid = |msg: String| Error::io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, msg));
-    if fields.fpixels.checked_mul(fields.spixels) != Some(data.len()) {
+    let Some(n) = fields.fpixels.checked_mul(fields.spixels) else {
         return Err(invalid(format!(
-            "image has {} pixels, header says {} x {}",
-            data.len(),
-            fields.fpixels,
-            fields.spixels
+            "a {} x {} image has too many pixels",
+            fields.fpixels, fields.spixels
         )));
-    }
+    };
     let mut size = WRITTEN_HEADER_BYTES;
     let mut header = fields.header_text_sized(size);
     while header.len() > size {
         size = header.len().div_ceil(WRITTEN_HEADER_BYTES) * WRITTEN_HEADER_BYTES;
         header = fields.header_text_sized(size);
     }
-    let mut bytes = Vec::with_capacity(size + 2 * data.len());
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.resize(size, b' ');
-    for v in data {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    write_atomic(path, &bytes)
+    let padding = vec![b' '; size - header.len()];
+    let mut data = Some(data);
+    write_atomic_with(path, &mut |w| {
+        w.write_all(header.as_bytes())?;
+        w.write_all(&padding)?;
+        write_values(w, data.take().into_iter().flatten().map(u16::to_le_bytes), n)
+    })
 }
 
 #[cfg(test)]
@@ -509,7 +508,7 @@ mod tests {
         };
         assert!(fields.header_text().len() > 512);
         let file = write_temp(b"");
-        write_smv(file.path(), &fields, &[7, 9]).unwrap();
+        write_smv(file.path(), &fields, [7, 9]).unwrap();
         let (h, data) = read_smv_u16(file.path()).unwrap();
         assert_eq!(h.header_bytes, 1024);
         assert_eq!(data, vec![7, 9]);
@@ -533,7 +532,7 @@ mod tests {
             let fields = SmvFields::from_header(&h).unwrap();
             assert_eq!((fields.fpixels, fields.spixels), (64, 64));
             let out = tmp.path().join(name);
-            write_smv(&out, &fields, &data).unwrap();
+            write_smv(&out, &fields, data.iter().copied()).unwrap();
             let ours = std::fs::read(&out).unwrap();
             assert_eq!(&ours[..512], &original[..512], "{name} header");
             assert_eq!(ours, original, "{name}");
@@ -681,7 +680,7 @@ mod tests {
         let data = [0u16, 1, 40, 65535, 256, 7];
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("x.img");
-        write_smv(&p, &fields, &data).unwrap();
+        write_smv(&p, &fields, data.iter().copied()).unwrap();
         let raw = std::fs::read(&p).unwrap();
         assert_eq!(raw.len(), 512 + 12);
         assert_eq!(&raw[512..516], &[0, 0, 1, 0]);
@@ -695,13 +694,13 @@ mod tests {
         let parsed = SmvFields::from_header(&h).unwrap();
         assert_eq!(parsed.xds_orgx_px, 1234570.0);
         assert_eq!(parsed.pixel_size_mm, 0.172);
-        assert!(write_smv(&p, &fields, &data[..5]).is_err());
+        assert!(write_smv(&p, &fields, data[..5].iter().copied()).is_err());
         let absurd = SmvFields {
             fpixels: 1,
             spixels: 1,
             ..Default::default()
         };
-        assert!(write_smv(&p, &absurd, &[1]).is_ok());
+        assert!(write_smv(&p, &absurd, [1]).is_ok());
         let too_long = SmvFields {
             fpixels: 1,
             spixels: 1,
@@ -726,7 +725,7 @@ mod tests {
             twotheta_deg: -1.23456e-300,
         };
         // a long header grows to the next 512-byte block instead of failing
-        write_smv(&p, &too_long, &[1]).unwrap();
+        write_smv(&p, &too_long, [1]).unwrap();
         assert_eq!(read_smv_u16(&p).unwrap().0.header_bytes, 1024);
     }
 
@@ -765,7 +764,7 @@ mod tests {
             let fields = SmvFields { fpixels: f, spixels: s, beam_center_x_mm: x, phi_deg: y, ..Default::default() };
             let tmp = tempfile::tempdir().unwrap();
             let p = tmp.path().join("r.img");
-            write_smv(&p, &fields, &data).unwrap();
+            write_smv(&p, &fields, data.iter().copied()).unwrap();
             let (h, back) = read_smv_u16(&p).unwrap();
             prop_assert_eq!(back, data);
             let again = SmvFields::from_header(&h).unwrap();

@@ -7,6 +7,7 @@
 
 pub mod crystal;
 pub mod detector;
+pub mod pixels;
 pub mod resources;
 pub mod sampling;
 pub mod sources;
@@ -18,6 +19,7 @@ use crate::io::hkl::HklGrid;
 use crate::rng::{mosaic_rotation, Ran1};
 pub use crystal::CrystalLattice;
 pub use detector::DetectorGeometry;
+pub use pixels::{ActivePixels, PixelChunks};
 pub use sampling::Sweep;
 pub use sources::Source;
 
@@ -339,20 +341,11 @@ impl Experiment {
         })
     }
 
-    /// Indices (slow·fpixels + fast) of the pixels that are rendered: inside the ROI, not masked.
-    pub fn active_pixels(&self) -> Vec<u32> {
-        let (nf, ns) = (self.detector.fpixels as i64, self.detector.spixels as i64);
-        let r = self.roi;
-        let mut out = Vec::new();
-        for s in r.ymin.max(0)..=r.ymax.min(ns - 1) {
-            for f in r.xmin.max(0)..=r.xmax.min(nf - 1) {
-                let idx = (s * nf + f) as usize;
-                if self.mask.as_ref().is_none_or(|m| m[idx] != 0) {
-                    out.push(idx as u32);
-                }
-            }
-        }
-        out
+    /// The pixels that are rendered (inside the ROI, not masked), in C's order, as indices
+    /// `slow·fpixels + fast`; walked without listing them.
+    pub fn active_pixels(&self) -> ActivePixels<'_> {
+        let d = &self.detector;
+        ActivePixels::new(d.fpixels, d.spixels, &self.roi, self.mask.as_deref())
     }
 
     /// Spindle angle of step `i` (rad).

@@ -16,7 +16,7 @@
 use crate::config::OutputConfig;
 use crate::error::Result;
 use crate::io::{npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image, smv::write_smv};
-use crate::output::{int_image, int_scale, noise_image, pgm_image, pgm_scale, smv_fields, Statistics};
+use crate::output::{int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels, Statistics};
 use crate::setup::Experiment;
 use crate::simulate::Image;
 use serde_json::{json, Value};
@@ -67,19 +67,19 @@ pub fn write_shot(
     for (kind, path) in &files {
         match *kind {
             "float" => write_float_image(path, &image.data)?,
-            "int" => write_smv(path, &fields, &int_image(exp, image, scale, out.adc))?,
+            "int" => write_smv(path, &fields, int_pixels(exp, image, scale, out.adc))?,
             "noise" => {
                 // the caller always sets a seed in shot runs; C's clock seed otherwise
                 let seed = out.seed.unwrap_or_else(crate::setup::crystal::time_seed);
-                let (noisy, photons, overloads) = noise_image(exp, image, seed, out.adc);
-                extra.insert("noise_photons".into(), json!(photons));
-                extra.insert("noise_overloads".into(), json!(overloads));
-                write_smv(path, &fields, &noisy)?;
+                let mut noisy = NoisePixels::new(exp, image, seed, out.adc);
+                write_smv(path, &fields, &mut noisy)?;
+                extra.insert("noise_photons".into(), json!(noisy.photons));
+                extra.insert("noise_overloads".into(), json!(noisy.overloads));
             }
             "pgm" => {
                 let s = pgm_scale(out.pgmscale, scale, &stats);
                 extra.insert("pgm_scale".into(), json!(s));
-                write_pgm(path, image.fpixels, image.spixels, s, &pgm_image(exp, image, s))?;
+                write_pgm(path, image.fpixels, image.spixels, s, pgm_pixels(exp, image, s))?;
             }
             "png" => write_png_preview(path, image.fpixels, image.spixels, &image.data)?,
             "npy" => write_npy_f32(path, &[image.spixels, image.fpixels], &image.data)?,

@@ -1,0 +1,164 @@
+//! The pixels C renders (inside the ROI, not masked), walked in C's order without listing them,
+//! so that memory does not grow with the image.
+
+use crate::config::Roi;
+use std::ops::Range;
+
+/// The rendered pixels in C's order (slow, then fast), as indices `slow·fpixels + fast`.
+///
+/// Holds no per-pixel list: walking them costs O(1) memory (the mask, when there is one, is
+/// the caller's).
+#[derive(Debug, Clone)]
+pub struct ActivePixels<'a> {
+    fpixels: usize,
+    /// The ROI clamped to the detector (slow rows, fast columns); empty when it lies outside.
+    rows: Range<usize>,
+    cols: Range<usize>,
+    /// One value per detector pixel; 0 = masked.
+    mask: Option<&'a [u16]>,
+}
+
+impl<'a> ActivePixels<'a> {
+    /// The pixels of an `fpixels × spixels` detector inside `roi` (inclusive bounds, clamped to
+    /// the detector) where `mask` is not 0.
+    pub fn new(fpixels: usize, spixels: usize, roi: &Roi, mask: Option<&'a [u16]>) -> Self {
+        let clamp = |lo: i64, hi: i64, n: usize| {
+            let lo = lo.max(0) as usize;
+            let hi = (hi.max(-1) + 1) as usize;
+            lo.min(n)..hi.min(n).max(lo.min(n))
+        };
+        Self {
+            fpixels,
+            rows: clamp(roi.ymin, roi.ymax, spixels),
+            cols: clamp(roi.xmin, roi.xmax, fpixels),
+            mask,
+        }
+    }
+
+    /// All of them, in order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + 'a {
+        self.iter_from(0)
+    }
+
+    /// Those with index ≥ `start`, in order.
+    fn iter_from(&self, start: usize) -> impl Iterator<Item = usize> + 'a {
+        let (fpixels, cols, mask) = (self.fpixels, self.cols.clone(), self.mask);
+        let first_row = self.rows.start.max(start / fpixels.max(1));
+        (first_row..self.rows.end)
+            .flat_map(move |s| cols.clone().map(move |f| s * fpixels + f))
+            .filter(move |&i| i >= start && mask.is_none_or(|m| m[i] != 0))
+    }
+
+    /// How many there are.
+    pub fn count(&self) -> usize {
+        match self.mask {
+            None => self.rows.len() * self.cols.len(),
+            Some(_) => self.iter().count(),
+        }
+    }
+
+    /// Consecutive runs of `per_chunk` (≥ 1) of them, each listed only when asked for.
+    pub fn chunks(&self, per_chunk: usize) -> PixelChunks<'a> {
+        let per_chunk = per_chunk.max(1);
+        let total = self.count();
+        let n = total.div_ceil(per_chunk);
+        let starts = match self.mask {
+            // the k-th pixel of a full rectangle is arithmetic
+            None => (0..n)
+                .map(|j| {
+                    let k = j * per_chunk;
+                    (self.rows.start + k / self.cols.len()) * self.fpixels + self.cols.start + k % self.cols.len()
+                })
+                .collect(),
+            Some(_) => self.iter().step_by(per_chunk).collect(),
+        };
+        PixelChunks {
+            pixels: self.clone(),
+            per_chunk,
+            total,
+            starts,
+        }
+    }
+}
+
+/// The rendered pixels cut into runs of equal length (the last one shorter), in order. Keeps
+/// one index per run, not per pixel.
+#[derive(Debug, Clone)]
+pub struct PixelChunks<'a> {
+    pixels: ActivePixels<'a>,
+    per_chunk: usize,
+    total: usize,
+    /// The index of each run's first pixel.
+    starts: Vec<usize>,
+}
+
+impl PixelChunks<'_> {
+    /// Number of runs.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// Number of pixels in all runs.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// The pixel indices of run `j` (< [`Self::len`]).
+    pub fn get(&self, j: usize) -> Vec<u32> {
+        let n = self.per_chunk.min(self.total - j * self.per_chunk);
+        self.pixels
+            .iter_from(self.starts[j])
+            .take(n)
+            .map(|i| i as u32)
+            .collect()
+    }
+
+    /// All runs, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Vec<u32>> + '_ {
+        (0..self.len()).map(|j| self.get(j))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The plain definition: every pixel, tested one by one.
+    fn listed(f: usize, s: usize, roi: &Roi, mask: Option<&[u16]>) -> Vec<usize> {
+        (0..s * f)
+            .filter(|&i| {
+                let (y, x) = ((i / f) as i64, (i % f) as i64);
+                x >= roi.xmin && x <= roi.xmax && y >= roi.ymin && y <= roi.ymax
+            })
+            .filter(|&i| mask.is_none_or(|m| m[i] != 0))
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn walks_and_chunks_as_the_definition_lists(
+            f in 1usize..9, s in 1usize..9,
+            x0 in -2i64..10, w in -1i64..10, y0 in -2i64..10, h in -1i64..10,
+            masked in proptest::collection::vec(any::<bool>(), 81),
+            use_mask: bool, per_chunk in 1usize..12,
+        ) {
+            let roi = Roi { xmin: x0, xmax: x0 + w, ymin: y0, ymax: y0 + h };
+            let mask: Vec<u16> = masked[..f * s].iter().map(|&m| u16::from(!m)).collect();
+            let mask = use_mask.then_some(mask.as_slice());
+            let want = listed(f, s, &roi, mask);
+            let active = ActivePixels::new(f, s, &roi, mask);
+            prop_assert_eq!(active.iter().collect::<Vec<_>>(), want.clone());
+            prop_assert_eq!(active.count(), want.len());
+            let chunks = active.chunks(per_chunk);
+            prop_assert_eq!(chunks.total(), want.len());
+            let joined: Vec<usize> = chunks.iter().flatten().map(|i| i as usize).collect();
+            prop_assert_eq!(joined, want);
+            prop_assert!(chunks.iter().all(|c| !c.is_empty() && c.len() <= per_chunk));
+        }
+    }
+}
