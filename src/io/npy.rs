@@ -9,7 +9,6 @@
 
 use super::atomic::{write_atomic_with, write_values};
 use crate::error::{Error, Result};
-use std::io::Write;
 use std::path::Path;
 
 /// `\x93NUMPY` followed by format version 1.0.

@@ -10,7 +10,7 @@
 use super::atomic::{write_atomic_with, write_values};
 use super::cfmt::fmt_g;
 use crate::error::{Error, Result};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 /// The bytes every SMV file starts with (C compares the first 12 bytes).
