@@ -192,17 +192,18 @@ fn scene_vector<B: Backend>(st: &SceneTensors<B>) -> Tensor<B, 1> {
     )
 }
 
-/// The Jacobian columns ∂z/∂θ_i of the scene vector for `specs` (row-major `[m, n]`), by one
-/// reverse pass per component of z.
+/// The Jacobian columns ∂z/∂θ_i of the scene vector for `specs` (row-major `[m, width]`; the
+/// columns after the specs' stay 0), by one reverse pass per component of z.
 fn scene_jacobian<AB: AutodiffBackend>(
     cfg: &SimConfig,
     exp: &Experiment,
     specs: &[&DerivativeSpec],
+    width: usize,
     orientations: usize,
     device: &AB::Device,
 ) -> Result<Vec<f64>> {
     let constants = SceneTensors::<AB>::constants(exp, device);
-    let n = specs.len();
+    let n = width;
     let m: usize = layout(orientations).iter().map(|(_, k)| k).sum();
     let mut jac = vec![0.0; m * n];
     for j in 0..m {
@@ -217,6 +218,14 @@ fn scene_jacobian<AB: AutodiffBackend>(
         }
     }
     Ok(jac)
+}
+
+/// Probe columns for `n` derivatives: `n` rounded up to an even number (the extra column has
+/// zero tangents). burn 0.21's fused wgpu engine returns wrong ε gradients for an odd number
+/// of probe columns ≥ 3 (measured: 3, 5, 7 wrong; 1, 2, 4, 6, 8 right; unfused and cpu always
+/// right); see docs/engines.md.
+fn probe_width(n: usize) -> usize {
+    n.next_multiple_of(2)
 }
 
 fn missing(s: &DerivativeSpec) -> Error {
@@ -279,9 +288,10 @@ pub fn derivative_images<AB: AutodiffBackend>(
         return Err(missing(s));
     }
     let n = specs.len();
+    let width = probe_width(n);
     let scene = Scene::new(exp);
-    let jac = scene_jacobian::<AB>(cfg, exp, &specs, scene.orientations, device)?;
-    let t = tangents::<AB>(&jac, n, scene.orientations, device);
+    let jac = scene_jacobian::<AB>(cfg, exp, &specs, width, scene.orientations, device)?;
+    let t = tangents::<AB>(&jac, width, scene.orientations, device);
     let st = probe_params.scene(cfg, exp, device);
 
     let det = &exp.detector;
@@ -297,7 +307,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
     for pixels in active.chunks(per_chunk).iter() {
         let p = pixels.len();
         let probe = Probe {
-            epsilon: Tensor::<AB, 2>::zeros([p, n], device).require_grad(),
+            epsilon: Tensor::<AB, 2>::zeros([p, width], device).require_grad(),
             tangents: t.clone(),
         };
         let out = chunk_intensity_probed(exp, &scene, &st, &pixels, tri, block, device, Some(&probe));
@@ -314,11 +324,11 @@ pub fn derivative_images<AB: AutodiffBackend>(
             .grad(&grads)
             .map(to_host)
             .transpose()?
-            .unwrap_or_else(|| vec![0.0; p * n]);
+            .unwrap_or_else(|| vec![0.0; p * width]);
         for (k, &idx) in pixels.iter().enumerate() {
             data[idx as usize] = values[k] as f32;
             for (i, s) in specs.iter().enumerate() {
-                images[i][idx as usize] = (d[k * n + i] * s.per_unit) as f32;
+                images[i][idx as usize] = (d[k * width + i] * s.per_unit) as f32;
             }
         }
     }

@@ -22,21 +22,10 @@ fn read_f32(path: &Path) -> Vec<f32> {
         .collect()
 }
 
-const BASE: &[&str] = &[
-    "-cell",
-    "100",
-    "100",
-    "100",
-    "90",
-    "90",
-    "90",
-    "-lambda",
-    "6.2",
-    "-N",
-    "5",
-    "-detpixels",
-    "32",
-];
+/// The cubic test crystal (no structure factors: each test adds its own) on 32² pixels.
+fn base() -> Vec<&'static str> {
+    common::flags(&[common::CUBIC_CELL, "-detpixels 32"])
+}
 
 #[test]
 fn golden_case_through_the_binary() {
@@ -93,7 +82,7 @@ fn expect_error(args: &[&str], needle: &str) {
 #[test]
 fn errors_name_the_flag_or_file() {
     let with = |extra: &[&'static str]| -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = BASE.to_vec();
+        let mut v: Vec<&'static str> = base();
         v.extend_from_slice(extra);
         v
     };
@@ -112,7 +101,7 @@ fn malformed_hkl_names_the_line() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("bad.hkl"), "0 0 0 10\n1 0 0 x\n").unwrap();
     let hkl = tmp.path().join("bad.hkl");
-    let mut args: Vec<&str> = BASE.to_vec();
+    let mut args: Vec<&str> = base();
     args.extend(["-hkl", hkl.to_str().unwrap(), "-floatfile", "out.f32"]);
     let out = nanobragg(tmp.path(), &args);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -153,7 +142,7 @@ fn malformed_input_files_name_file_and_line() {
         (vec!["-hkl".into(), empty_hkl.clone()], "empty.hkl"),
     ];
     for (extra, needle) in cases {
-        let mut args: Vec<&str> = BASE.to_vec();
+        let mut args: Vec<&str> = base();
         args.extend(extra.iter().map(String::as_str));
         args.extend(["-floatfile", "out.f32"]);
         let out = nanobragg(tmp.path(), &args);
@@ -183,7 +172,7 @@ fn out_of_range_values_are_refused() {
 #[test]
 fn unwritable_output_is_an_error_without_partial_files() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut args: Vec<&str> = BASE.to_vec();
+    let mut args: Vec<&str> = base();
     args.extend(["-default_F", "100", "-floatfile", "no_such_dir/out.f32"]);
     let out = nanobragg(tmp.path(), &args);
     assert_eq!(out.status.code(), Some(9));
@@ -196,9 +185,9 @@ fn unwritable_output_is_an_error_without_partial_files() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// BASE with `-default_F 100`, no noise image unless asked, and `extra`.
+/// [`base`] with `-default_F 100`, no noise image unless asked, and `extra`.
 fn base_with(extra: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = BASE.iter().map(|s| s.to_string()).collect();
+    let mut v: Vec<String> = base().iter().map(|s| s.to_string()).collect();
     v.extend(["-default_F", "100"].map(String::from));
     v.extend(extra.iter().map(|s| s.to_string()));
     v
@@ -376,31 +365,7 @@ fn sigterm_while_writing_leaves_no_temporary_files() {
     // a 4096² image with a one-pixel ROI renders at once and then writes ~130 MB of outputs;
     // SIGTERM is sent as soon as a temporary output file appears
     let tmp = tempfile::tempdir().unwrap();
-    let args = [
-        "-default_F",
-        "100",
-        "-cell",
-        "100",
-        "100",
-        "100",
-        "90",
-        "90",
-        "90",
-        "-lambda",
-        "6.2",
-        "-N",
-        "5",
-        "-detpixels",
-        "4096",
-        "-roi",
-        "0",
-        "0",
-        "0",
-        "0",
-        "-seed",
-        "1",
-        "-nopgm",
-    ];
+    let args = common::flags(&[common::LIGHT_CRYSTAL, "-detpixels 4096 -roi 0 0 0 0 -seed 1 -nopgm"]);
     let mut child = binary()
         .args(args)
         .current_dir(tmp.path())
@@ -439,7 +404,7 @@ fn sigterm_while_writing_leaves_no_temporary_files() {
 #[test]
 fn new_input_errors_name_the_flag_or_file() {
     let with = |extra: &[&'static str]| -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = BASE.to_vec();
+        let mut v: Vec<&'static str> = base();
         v.extend_from_slice(&["-default_F", "100"]);
         v.extend_from_slice(extra);
         v
@@ -458,7 +423,7 @@ fn oversized_img_header_names_the_file() {
     let mut header = b"{\nHEADER_BYTES=512;\nSIZE1=100000;\nSIZE2=100000;\n}\n".to_vec();
     header.resize(512, b' ');
     std::fs::write(tmp.path().join("huge.img"), &header).unwrap();
-    let mut args: Vec<&str> = BASE.to_vec();
+    let mut args: Vec<&str> = base();
     args.extend(["-default_F", "100", "-img", "huge.img", "-floatfile", "out.f32"]);
     let out = nanobragg(tmp.path(), &args);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -483,7 +448,7 @@ fn output_equal_to_an_input_is_refused() {
     ];
     std::fs::create_dir(tmp.path().join("sub")).unwrap();
     for (extra, out_flag, in_flag) in cases {
-        let mut args: Vec<&str> = BASE.to_vec();
+        let mut args: Vec<&str> = base();
         args.extend(extra);
         let out = nanobragg(tmp.path(), &args);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -1,26 +1,15 @@
 //! The `nanobragg-compare` tool, with nanobragg itself standing in for the C program (it takes
 //! the same flags), so the two images must agree exactly.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
-const TINY: &[&str] = &[
-    "-default_F",
-    "100",
-    "-cell",
-    "100",
-    "100",
-    "100",
-    "90",
-    "90",
-    "90",
-    "-lambda",
-    "6.2",
-    "-N",
-    "5",
-    "-detpixels",
-    "32",
-];
+/// The light crystal on 32² pixels.
+fn tiny() -> Vec<&'static str> {
+    common::flags(&[common::LIGHT_CRYSTAL, "-detpixels 32"])
+}
 
 fn compare(cwd: &Path, options: &[&str], flags: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nanobragg-compare"))
@@ -42,7 +31,7 @@ fn nanobragg_against_itself() {
     let o = compare(
         tmp.path(),
         &["--c-bin", nb, "--nanobragg", nb, "--out", out.to_str().unwrap()],
-        TINY,
+        &tiny(),
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
@@ -63,7 +52,7 @@ fn nanobragg_against_itself() {
     assert!(summary["sum"]["c"].as_f64().unwrap() > 0.0);
     assert!(summary["runtime_s"]["c"].as_f64().unwrap() > 0.0);
     assert!(summary["speed_ratio_c_over_nanobragg"].as_f64().unwrap() > 0.0);
-    assert_eq!(summary["flags"].as_array().unwrap().len(), TINY.len());
+    assert_eq!(summary["flags"].as_array().unwrap().len(), tiny().len());
 
     for name in ["c.png", "nanobragg.png", "diff.png"] {
         let bytes = std::fs::read(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -95,7 +84,7 @@ fn default_nanobragg_and_relative_input_file() {
     // to the compare binary; --out defaults to ./compare_out.
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("p.hkl"), "0 0 0 50\n1 0 0 100\n0 1 0 100\n0 0 1 100\n").unwrap();
-    let flags: Vec<&str> = TINY[2..].iter().copied().chain(["-hkl", "p.hkl"]).collect();
+    let flags: Vec<&str> = tiny()[2..].iter().copied().chain(["-hkl", "p.hkl"]).collect();
     let o = compare(tmp.path(), &["--c-bin", env!("CARGO_BIN_EXE_nanobragg")], &flags);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let summary: serde_json::Value =
@@ -122,7 +111,7 @@ fn missing_c_binary_is_named() {
     let o = compare(
         tmp.path(),
         &["--c-bin", missing.to_str().unwrap(), "--out", out.to_str().unwrap()],
-        TINY,
+        &tiny(),
     );
     assert!(!o.status.success());
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -133,7 +122,7 @@ fn missing_c_binary_is_named() {
 #[test]
 fn no_c_binary_given() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = compare(tmp.path(), &[], TINY);
+    let o = compare(tmp.path(), &[], &tiny());
     assert_eq!(o.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("NB_C_BIN"), "{stderr}");
@@ -144,7 +133,7 @@ fn failing_program_reports_exit_codes() {
     // Both runs fail (the structure-factor file does not exist); the summary records why.
     let tmp = tempfile::tempdir().unwrap();
     let nb = env!("CARGO_BIN_EXE_nanobragg");
-    let flags: Vec<&str> = TINY[2..].iter().copied().chain(["-hkl", "missing.hkl"]).collect();
+    let flags: Vec<&str> = tiny()[2..].iter().copied().chain(["-hkl", "missing.hkl"]).collect();
     let o = compare(tmp.path(), &["--c-bin", nb], &flags);
     assert_eq!(o.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -183,7 +172,7 @@ fn size_mismatch_is_reported() {
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let o = compare(tmp.path(), &["--c-bin", fake.to_str().unwrap()], TINY);
+    let o = compare(tmp.path(), &["--c-bin", fake.to_str().unwrap()], &tiny());
     assert_eq!(o.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("C wrote 256 pixels, expected 1024"), "{stderr}");

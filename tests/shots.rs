@@ -17,29 +17,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_nanobragg");
 const MANIFEST_BIN: &str = env!("CARGO_BIN_EXE_nanobragg-manifest");
 
 /// Small, fast base flags (32² pixels) with a few spots on the detector.
-const BASE: &[&str] = &[
-    "-default_F",
-    "100",
-    "-cell",
-    "100",
-    "100",
-    "100",
-    "90",
-    "90",
-    "90",
-    "-lambda",
-    "6.2",
-    "-N",
-    "5",
-    "-distance",
-    "50",
-    "-pixel",
-    "0.4",
-    "-detpixels",
-    "32",
-    "-seed",
-    "11",
-];
+fn base() -> Vec<&'static str> {
+    common::flags(&[common::LIGHT_CRYSTAL, "-distance 50 -pixel 0.4 -detpixels 32 -seed 11"])
+}
 
 fn run_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
@@ -60,7 +40,7 @@ fn ok(out: &Output) {
 }
 
 fn args_with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut a: Vec<&str> = BASE.to_vec();
+    let mut a: Vec<&str> = base();
     a.extend_from_slice(extra);
     a
 }
@@ -450,7 +430,7 @@ fn a_bad_shot_list_fails_before_rendering_naming_line_and_key() {
 }
 
 fn base_cfg() -> nanobragg::SimConfig {
-    match nanobragg::cli::parse_args(BASE).unwrap() {
+    match nanobragg::cli::parse_args(&base()).unwrap() {
         nanobragg::cli::Parsed::Run(c, _) => *c,
         _ => unreachable!(),
     }
@@ -686,7 +666,7 @@ fn slurm_task(dir: &Path, id: &str, vars: &[(&str, &str)]) -> Output {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/cluster/slurm_array.sh");
     let mut c = Command::new("bash");
     c.arg(script)
-        .args(BASE)
+        .args(base())
         .arg("-nopgm")
         .current_dir(dir)
         .env("SLURM_ARRAY_TASK_ID", id)

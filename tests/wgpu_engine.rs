@@ -153,7 +153,7 @@ fn agreement(got: &[f32], want: &[f32]) -> (f64, f64) {
 }
 
 /// Issue 15: on `engine`, the differentiable scene, every derivative image and the gradients
-/// of a weighted image sum agree with cpu f64 on the configurations of [`matrix`] (two by
+/// of a weighted image sum agree with cpu f64 on the configurations of [`matrix`] (three by
 /// default, all 16 with `NANOBRAGG_FULL_MATRIX=1`).
 /// Scene: each tensor within 2e-5 of its largest component (f32 rounding of a few dozen
 /// operations). Derivative images: correlation ≥ 0.999 and max |Δ| ≤ 1e-3 of the reference's
@@ -164,12 +164,12 @@ fn matrix_matches_cpu(engine: Engine) {
     }
     let mut failures = Vec::new();
     // every layout compiles kernels of its own (~20 s a graph on llvmpipe): by default the
-    // all-one layout and many sources × many domains; NANOBRAGG_FULL_MATRIX=1 runs all 16.
-    // KNOWN FAILURE (issue 15, open): with many φ steps and many sensor layers the fused
-    // engine's derivative images are wrong (corr ≈ 0; unfused agrees), see docs/engines.md.
+    // all-one layout (6 derivatives), many sources × many domains (8) and many φ steps × many
+    // sensor layers (7: an odd number of probe columns, which fused wgpu got wrong, see
+    // derivative::probe_width); NANOBRAGG_FULL_MATRIX=1 runs all 16.
     let full = std::env::var("NANOBRAGG_FULL_MATRIX").is_ok_and(|v| v == "1");
     for (bits, (label, flags, names)) in matrix().into_iter().enumerate() {
-        if !full && ![0b0000, 0b0101].contains(&bits) {
+        if !full && ![0b0000, 0b0101, 0b1010].contains(&bits) {
             continue;
         }
         let (cfg, exp) = setup(&flags);
@@ -235,29 +235,11 @@ fn nanobragg(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("binary runs")
 }
 
-const SMALL: &[&str] = &[
-    "-default_F",
-    "100",
-    "-cell",
-    "100",
-    "100",
-    "100",
-    "90",
-    "90",
-    "90",
-    "-lambda",
-    "6.2",
-    "-N",
-    "5",
-    "-detpixels",
-    "16",
-    "-nonoise",
-    "-nopgm",
-    "-noprogress",
-];
-
+/// The light crystal on 16² pixels, float image only, then `extra`.
 fn args(extra: &[&'static str]) -> Vec<&'static str> {
-    SMALL.iter().chain(extra).copied().collect()
+    let mut a = common::flags(&[common::LIGHT_CRYSTAL, "-detpixels 16 -nonoise -nopgm -noprogress"]);
+    a.extend_from_slice(extra);
+    a
 }
 
 /// Extra flags, environment, and the engine line expected on stdout.

@@ -260,3 +260,15 @@ pub fn ks_statistic(samples: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
 pub fn ks_critical(n: usize, alpha: f64) -> f64 {
     (-(alpha / 2.0).ln() / 2.0).sqrt() / (n as f64).sqrt()
 }
+
+/// A 100 Å cubic cell with N = 5 at 6.2 Å: the crystal of the issues' light configuration
+/// (with [`LIGHT_CRYSTAL`]'s `-default_F 100`), small and fast to render.
+pub const CUBIC_CELL: &str = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5";
+
+/// The light configuration's crystal: [`CUBIC_CELL`] with F = 100 everywhere.
+pub const LIGHT_CRYSTAL: &str = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5";
+
+/// An argument list: each part split at whitespace, in order.
+pub fn flags(parts: &[&'static str]) -> Vec<&'static str> {
+    parts.iter().flat_map(|p| p.split_whitespace()).collect()
+}
