@@ -22,6 +22,8 @@ const BUDGET_MB: f64 = 32.0;
 fn peak_of(pixels: usize) -> (f64, f64) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let started = std::time::Instant::now();
+    // reaped below by wait4, which also gives its resource usage
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
         .args(LIGHT.split_whitespace())
         .args(["-detpixels", &pixels.to_string(), "-memory_mb", &BUDGET_MB.to_string()])

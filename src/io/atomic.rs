@@ -286,7 +286,6 @@ impl TempRegistry {
 mod tests {
     use super::{replace, write_atomic, TempRegistry};
     use crate::error::Error;
-    use std::io::Write;
     use std::path::Path;
 
     fn names(dir: &Path) -> Vec<String> {
