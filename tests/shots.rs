@@ -288,11 +288,19 @@ fn killed_run_resumes_to_a_complete_manifest_without_duplicates() {
     assert_eq!(common::json_lines(&manifest).len(), n);
     // and the files are those of an uninterrupted run
     ok(&run_in(&fresh, &args));
-    let (a, b) = (common::files_in(&run, "manifest"), common::files_in(&fresh, "manifest"));
+    let (mut a, b) = (common::files_in(&run, "manifest"), common::files_in(&fresh, "manifest"));
+    // SIGKILL runs no handler: a temporary file being written at that instant stays behind
+    // (hidden, never named by the manifest; see docs/many-shots.md). Runs that end normally
+    // leave none.
+    let leftovers = a.keys().filter(|k| k.starts_with(".nanobragg-tmp")).count();
+    assert!(leftovers <= 1, "{leftovers} temporary files from one killed process");
+    a.retain(|k, _| !k.starts_with(".nanobragg-tmp"));
     assert_eq!(a.len(), n * 3);
     assert!(a == b, "resumed files differ from an uninterrupted run");
-    let leftovers: Vec<_> = a.keys().filter(|k| k.starts_with(".nanobragg-tmp")).collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(
+        !b.keys().any(|k| k.starts_with(".nanobragg-tmp")),
+        "an uninterrupted run left temporary files"
+    );
 }
 
 #[test]
