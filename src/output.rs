@@ -21,10 +21,10 @@ pub struct Statistics {
     pub rendered: usize,
 }
 
-/// Pixels of the ROI in C's order (slow, then fast), masked ones included.
-fn roi_pixels(exp: &Experiment) -> impl Iterator<Item = usize> + '_ {
+/// The pixels of the ROI, masked ones included (the images C derives ignore the mask).
+fn roi(exp: &Experiment) -> ActivePixels<'static> {
     let d = &exp.detector;
-    ActivePixels::new(d.fpixels, d.spixels, &exp.roi, None).iter()
+    ActivePixels::new(d.fpixels, d.spixels, &exp.roi, None)
 }
 
 impl Statistics {
@@ -49,7 +49,7 @@ impl Statistics {
         let mean = sum / n.max(1) as f64;
         let rms = (sumsq / (n.max(2) - 1) as f64).sqrt();
         let (mut dev, mut m) = (0.0, 0usize);
-        for idx in roi_pixels(exp) {
+        for idx in roi(exp).iter() {
             let t = image.data[idx] as f64 - mean;
             dev += t * t;
             m += 1;
@@ -75,21 +75,12 @@ pub fn int_scale(user: Option<f64>, stats: &Statistics) -> f64 {
     }
 }
 
-/// Whether pixel `idx` (slow·fpixels + fast) lies in the ROI.
-fn in_roi(exp: &Experiment) -> impl Fn(usize) -> bool {
-    let (fpixels, r) = (exp.detector.fpixels.max(1), exp.roi);
-    move |idx| {
-        let (f, s) = ((idx % fpixels) as i64, (idx / fpixels) as i64);
-        f >= r.xmin && f <= r.xmax && s >= r.ymin && s <= r.ymax
-    }
-}
-
 /// The noiseless integer image, pixel by pixel in file order: ROI pixels get
 /// round-half-up(value·scale + adc) clipped to [0, 65535]; pixels outside the ROI are 0.
 pub fn int_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64, adc: f64) -> impl Iterator<Item = u16> + 'a {
-    let inside = in_roi(exp);
+    let roi = roi(exp);
     image.data.iter().enumerate().map(move |(i, &x)| {
-        if !inside(i) {
+        if !roi.contains(i) {
             return 0;
         }
         let v = (x as f64 * scale + adc).clamp(0.0, 65535.0);
@@ -108,9 +99,9 @@ pub fn pgm_scale(user: Option<f64>, int_scale: f64, stats: &Statistics) -> f64 {
 
 /// PGM bytes, pixel by pixel in file order: min(255, value·scale) truncated; 0 outside the ROI.
 pub fn pgm_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64) -> impl Iterator<Item = u8> + 'a {
-    let inside = in_roi(exp);
+    let roi = roi(exp);
     image.data.iter().enumerate().map(move |(i, &x)| {
-        if inside(i) {
+        if roi.contains(i) {
             (x as f64 * scale).min(255.0) as u8
         } else {
             0
@@ -128,7 +119,7 @@ pub fn pgm_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64) -> impl It
 pub struct NoisePixels<'a> {
     noise: PoissonNoise,
     data: std::iter::Enumerate<std::slice::Iter<'a, f32>>,
-    inside: Box<dyn Fn(usize) -> bool>,
+    roi: ActivePixels<'static>,
     adc: f64,
     /// Photons drawn so far (finite deviates).
     pub photons: f64,
@@ -141,7 +132,7 @@ impl<'a> NoisePixels<'a> {
         Self {
             noise: PoissonNoise::new(seed),
             data: image.data.iter().enumerate(),
-            inside: Box::new(in_roi(exp)),
+            roi: roi(exp),
             adc,
             photons: 0.0,
             overloads: 0,
@@ -154,7 +145,7 @@ impl Iterator for NoisePixels<'_> {
 
     fn next(&mut self) -> Option<u16> {
         let (i, &x) = self.data.next()?;
-        if !(self.inside)(i) {
+        if !self.roi.contains(i) {
             return Some(0);
         }
         let n = self.noise.poisson(x) as f64;

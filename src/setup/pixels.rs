@@ -49,6 +49,12 @@ impl<'a> ActivePixels<'a> {
             .filter(move |&i| i >= start && mask.is_none_or(|m| m[i] != 0))
     }
 
+    /// Whether pixel `idx` (< fpixels·spixels) is one of them.
+    pub fn contains(&self, idx: usize) -> bool {
+        let (s, f) = (idx / self.fpixels.max(1), idx % self.fpixels.max(1));
+        self.rows.contains(&s) && self.cols.contains(&f) && self.mask.is_none_or(|m| m[idx] != 0)
+    }
+
     /// How many there are.
     pub fn count(&self) -> usize {
         match self.mask {
@@ -154,6 +160,7 @@ mod tests {
             let active = ActivePixels::new(f, s, &roi, mask);
             prop_assert_eq!(active.iter().collect::<Vec<_>>(), want.clone());
             prop_assert_eq!(active.count(), want.len());
+            prop_assert!((0..f * s).all(|i| active.contains(i) == want.contains(&i)));
             let chunks = active.chunks(per_chunk);
             prop_assert_eq!(chunks.total(), want.len());
             let joined: Vec<usize> = chunks.iter().flatten().map(|i| i as usize).collect();
