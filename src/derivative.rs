@@ -14,11 +14,12 @@
 //!    requested parameter at once.
 
 use crate::config::SimConfig;
+use crate::drive::{drive, Chunk, Rendered, Workers};
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
 use crate::setup::Experiment;
-use crate::simulate::{chunk_intensity_probed, chunking, Image, RenderOptions};
+use crate::simulate::{chunk_intensity_probed, derivative_spans, Image, RenderOptions};
 use burn::module::Module;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
@@ -295,28 +296,28 @@ pub fn derivative_images<AB: AutodiffBackend>(
     let st = probe_params.scene(cfg, exp, device);
 
     let det = &exp.detector;
-    let active = exp.active_pixels();
-    let (per_chunk, block) = chunking(exp, &scene, active.count(), opts);
-    // more derivatives, more columns per intermediate: shrink the chunk to keep memory bounded
-    let per_chunk = (per_chunk / (1 + n / 4)).max(1);
+    // more derivatives, more columns per intermediate: smaller spans keep memory bounded
+    let (spans, block) = derivative_spans(exp, &scene, opts, 1 + n / 4);
+    let rect = spans.rect.clone();
     let mut data = vec![0.0f32; det.pixels()];
     let mut images = vec![vec![0.0f32; det.pixels()]; n];
     let mut omega_sum = 0.0;
-    let mut fell_back = false;
-    let mut tri = exp.structure_factors.interpolate;
-    for pixels in active.chunks(per_chunk).iter() {
-        let p = pixels.len();
+    let work = |_: &mut (), chunk: Chunk| -> Result<Rendered<(Vec<f64>, Vec<f64>, f64)>> {
+        let p = chunk.span.len;
         let probe = Probe {
             epsilon: Tensor::<AB, 2>::zeros([p, width], device).require_grad(),
             tangents: t.clone(),
         };
-        let out = chunk_intensity_probed(exp, &scene, &st, &pixels, tri, block, device, Some(&probe));
-        omega_sum += out.omega_sum;
-        // C turns interpolation off for good at the first out-of-range point
-        if out.out_of_range {
-            fell_back = true;
-            tri = false;
-        }
+        let out = chunk_intensity_probed(
+            exp,
+            &scene,
+            &st,
+            chunk.span,
+            chunk.tricubic,
+            block,
+            device,
+            Some(&probe),
+        );
         let grads = out.intensity.clone().sum().backward();
         let values = to_host(out.intensity)?;
         let d = probe
@@ -325,13 +326,30 @@ pub fn derivative_images<AB: AutodiffBackend>(
             .map(to_host)
             .transpose()?
             .unwrap_or_else(|| vec![0.0; p * width]);
-        for (k, &idx) in pixels.iter().enumerate() {
-            data[idx as usize] = values[k] as f32;
+        Ok(Rendered {
+            value: (values, d, to_host(out.omega_sum)?[0]),
+            out_of_range: out.out_of_range,
+        })
+    };
+    let fold = |chunk: Chunk, (values, d, omega): (Vec<f64>, Vec<f64>, f64)| {
+        for (k, pos) in chunk.span.positions().enumerate() {
+            let idx = rect.index(pos);
+            data[idx] = values[k] as f32;
             for (i, s) in specs.iter().enumerate() {
-                images[i][idx as usize] = (d[k * width + i] * s.per_unit) as f32;
+                images[i][idx] = (d[k * width + i] * s.per_unit) as f32;
             }
         }
-    }
+        omega_sum += omega;
+    };
+    let fell_back = drive(
+        &spans,
+        Workers::Pool(opts.threads),
+        exp.structure_factors.interpolate,
+        || (),
+        work,
+        fold,
+        opts.progress.as_ref(),
+    )?;
     let image = Image {
         fpixels: det.fpixels,
         spixels: det.spixels,

@@ -202,6 +202,8 @@ impl Engine {
             Engine::Wgpu { .. } => RenderOptions {
                 threads: 1,
                 max_chunk_elements: Some(base.max_chunk_elements.unwrap_or(WGPU_CHUNK_ELEMENTS)),
+                // spans stay on the GPU; the finished image is read back once
+                assemble_on_device: true,
                 ..base.clone()
             },
         }

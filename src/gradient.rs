@@ -17,14 +17,14 @@
 //! The scene graph is built and differentiated once per call instead of once per chunk.
 
 use crate::config::SimConfig;
+use crate::drive::{drive, Chunk, Rendered, Workers};
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::scene::{tensor2, to_host, to_host_shared, Scene};
 use crate::setup::Experiment;
-use crate::simulate::{chunk_intensity, gradient_chunking, Image, RenderOptions};
+use crate::simulate::{chunk_intensity, gradient_spans, Image, RenderOptions};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Gradient of one parameter tensor (its [`crate::params::PARAMETERS`] name and components).
 #[derive(Debug, Clone, PartialEq)]
@@ -33,8 +33,8 @@ pub struct ParamGradient {
     pub values: Vec<f64>,
 }
 
-/// The weights of a chunk: given its pixel indices (fast-major over the detector) and their
-/// intensities, a loss contribution and ∂L/∂I per pixel.
+/// The weights of a chunk: given its rendered pixels' indices (fast-major over the detector)
+/// and their intensities, a loss contribution and ∂L/∂I per pixel.
 pub type ChunkWeights<'a> = dyn Fn(&[u32], &[f64]) -> (f64, Vec<f64>) + Sync + 'a;
 
 /// The result of [`weighted_vjp`].
@@ -83,9 +83,9 @@ pub fn weighted_vjp<B: AutodiffBackend>(
 ) -> Result<Vjp> {
     crate::engine::tune_process();
     let scene = Scene::new(exp);
+    let (spans, block) = gradient_spans(exp, &scene, opts);
     let active = exp.active_pixels();
-    let (per_chunk, block) = gradient_chunking(exp, &scene, active.count(), opts);
-    let chunks = active.chunks(per_chunk);
+    let rect = spans.rect.clone();
 
     // 1. the scene as a graph over the parameters, and its values as untracked tensors
     let scene_graph = params.scene(cfg, exp, device);
@@ -93,47 +93,51 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     let values = z.iter().map(|t| t.clone().detach()).collect::<Vec<_>>();
     let base = scene_graph.with_variables(values.clone());
 
-    // 2. chunks on worker threads, each differentiated with respect to leaves of its own
-    let next = AtomicUsize::new(0);
-    let threads = opts.threads.clamp(1, chunks.len().max(1));
-    let worker = || -> Result<Partial> {
-        let mut part = Partial::new(&values);
-        loop {
-            let j = next.fetch_add(1, Ordering::Relaxed);
-            if j >= chunks.len() {
-                break;
-            }
-            let pixels = chunks.get(j);
-            // detach() gives each leaf a node of its own: leaves sharing a node id would merge the
-            // threads' graphs in burn's autodiff (and deadlock its locks)
-            let leaves: Vec<Tensor<B, 1>> = values.iter().map(|t| t.clone().detach().require_grad()).collect();
-            let st = base.clone().with_variables(leaves.clone());
-            let out = chunk_intensity(
-                exp,
-                &scene,
-                &st,
-                &pixels,
-                exp.structure_factors.interpolate,
-                block,
-                device,
-            );
-            let intensity = to_host_shared(out.intensity.clone())?;
-            let (loss, w) = weigh(&pixels, &intensity);
-            let weighted = (out.intensity * tensor2::<B>(w, [pixels.len(), 1], device)).sum();
-            let grads = weighted.backward();
-            for (acc, leaf) in part.scene_grad.iter_mut().zip(&leaves) {
-                if let Some(g) = leaf.grad(&grads) {
-                    acc.iter_mut().zip(to_host(g)?).for_each(|(a, x)| *a += x);
-                }
-            }
-            part.loss += loss;
-            part.omega_sum += out.omega_sum;
-            part.values.push((j, intensity));
-        }
-        Ok(part)
+    // 2. spans on worker threads, each differentiated with respect to leaves of its own
+    let work = |_: &mut (), chunk: Chunk| -> Result<Rendered<SpanGradient>> {
+        let span = chunk.span;
+        // detach() gives each leaf a node of its own: leaves sharing a node id would merge the
+        // threads' graphs in burn's autodiff (and deadlock its locks)
+        let leaves: Vec<Tensor<B, 1>> = values.iter().map(|t| t.clone().detach().require_grad()).collect();
+        let st = base.clone().with_variables(leaves.clone());
+        let out = chunk_intensity(exp, &scene, &st, span, chunk.tricubic, block, device);
+        let intensity = to_host_shared(out.intensity.clone())?;
+        // the weights of the rendered pixels; 0 for masked positions
+        let (pixels, rendered): (Vec<u32>, Vec<f64>) = span
+            .positions()
+            .zip(&intensity)
+            .map(|(k, &v)| (rect.index(k), v))
+            .filter(|&(i, _)| active.contains(i))
+            .map(|(i, v)| (i as u32, v))
+            .unzip();
+        let (loss, w) = weigh(&pixels, &rendered);
+        let mut w = w.into_iter();
+        let per_position: Vec<f64> = span
+            .positions()
+            .map(|k| match active.contains(rect.index(k)) {
+                true => w.next().unwrap_or(0.0),
+                false => 0.0,
+            })
+            .collect();
+        let weighted = (out.intensity * tensor2::<B>(per_position, [span.len, 1], device)).sum();
+        let grads = weighted.backward();
+        let scene_grad = leaves
+            .iter()
+            .map(|leaf| match leaf.grad(&grads) {
+                Some(g) => to_host(g),
+                None => Ok(vec![0.0; leaf.dims()[0]]),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Rendered {
+            value: SpanGradient {
+                intensity,
+                omega_sum: to_host(out.omega_sum)?[0],
+                loss,
+                scene_grad,
+            },
+            out_of_range: out.out_of_range,
+        })
     };
-    let parts = crate::workers::run(threads, worker)?;
-
     let det = &exp.detector;
     let mut image = Image {
         fpixels: det.fpixels,
@@ -142,47 +146,40 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         omega_sum: 0.0,
         interpolation_fell_back: false,
     };
-    let mut total = Partial::new(&values);
-    for part in parts {
-        let part = part?;
-        for (j, v) in part.values {
-            for (&i, x) in chunks.get(j).iter().zip(v) {
-                image.data[i as usize] = x as f32;
-            }
+    let mut loss = 0.0;
+    let mut scene_grad: Vec<Vec<f64>> = values.iter().map(|t| vec![0.0; t.dims()[0]]).collect();
+    let fold = |chunk: Chunk, part: SpanGradient| {
+        for (k, v) in chunk.span.positions().zip(part.intensity) {
+            image.data[rect.index(k)] = v as f32;
         }
         image.omega_sum += part.omega_sum;
-        total.loss += part.loss;
-        for (acc, g) in total.scene_grad.iter_mut().zip(part.scene_grad) {
+        loss += part.loss;
+        for (acc, g) in scene_grad.iter_mut().zip(part.scene_grad) {
             acc.iter_mut().zip(g).for_each(|(a, x)| *a += x);
         }
-    }
+    };
+    let fell_back = drive(
+        &spans,
+        Workers::Pool(opts.threads),
+        exp.structure_factors.interpolate,
+        || (),
+        work,
+        fold,
+        None,
+    )?;
+    image.interpolation_fell_back = fell_back;
 
     // 3. Σ_z g_z·z(θ) differentiated over the scene graph
-    let gradients = scene_to_params(params, z, total.scene_grad, device)?;
-    Ok(Vjp {
-        image,
-        loss: total.loss,
-        gradients,
-    })
+    let gradients = scene_to_params(params, z, scene_grad, device)?;
+    Ok(Vjp { image, loss, gradients })
 }
 
-/// One worker's share: (chunk index, pixel values) per chunk, Σω, Σ loss, and ∂/∂z.
-struct Partial {
-    values: Vec<(usize, Vec<f64>)>,
+/// One span's share: its values (per ROI position), Σω, loss and ∂/∂z.
+struct SpanGradient {
+    intensity: Vec<f64>,
     omega_sum: f64,
     loss: f64,
     scene_grad: Vec<Vec<f64>>,
-}
-
-impl Partial {
-    fn new<B: AutodiffBackend>(z: &[Tensor<B, 1>]) -> Self {
-        Self {
-            values: Vec::new(),
-            omega_sum: 0.0,
-            loss: 0.0,
-            scene_grad: z.iter().map(|t| vec![0.0; t.dims()[0]]).collect(),
-        }
-    }
 }
 
 /// Σ_z g_z·∂z/∂θ for every parameter tensor θ that requires a gradient: one backward pass of

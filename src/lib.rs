@@ -12,6 +12,7 @@ pub mod config;
 pub mod console;
 pub mod derivative;
 pub mod diff;
+pub mod drive;
 pub mod engine;
 pub mod error;
 pub mod geometry;

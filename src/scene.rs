@@ -163,6 +163,8 @@ pub struct SceneTensors<B: Backend> {
     pub default_f: Option<Tensor<B, 2>>,
     /// `[1, 1]`: the water background I_bg (C's units, photons·m²/... as [`Experiment::i_bg`]).
     pub i_bg: Option<Tensor<B, 2>>,
+    /// `[ROI positions]`: 1 where rendered, 0 where masked; `None` without a mask (a constant).
+    pub rendered: Option<Tensor<B, 1>>,
 }
 
 impl<B: Backend> SceneTensors<B> {
@@ -196,6 +198,10 @@ impl<B: Backend> SceneTensors<B> {
             kahn: None,
             default_f: None,
             i_bg: None,
+            rendered: exp.rendered_positions().map(|m| {
+                let n = m.len();
+                Tensor::from_data(TensorData::new(m, [n]), device)
+            }),
         }
     }
 

@@ -8,9 +8,10 @@
 //! sources, φ steps or mosaic domains.
 
 use crate::derivative::Probe;
-use crate::error::{Error, Result};
+use crate::drive::{drive, Rendered, Workers};
+use crate::error::Result;
 use crate::physics::detector::{
-    capture_fraction_at, curved_positions, diffracted_directions, pixel_positions, solid_angle,
+    capture_fraction_at, curved_positions, diffracted_directions, pixel_positions, sample_coordinates, solid_angle,
 };
 use crate::physics::lattice::lattice_factor;
 use crate::physics::lattice::LatticeTensors;
@@ -19,11 +20,11 @@ use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
 use crate::physics::vectors::SampleVectors;
 use crate::physics::{rows_for_autodiff, scale_column};
-use crate::scene::{block_columns, tensor2, to_host, Scene, SceneTensors};
-use crate::setup::{Experiment, R_E_SQR};
+use crate::scene::{block_columns, to_host, Scene, SceneTensors};
+use crate::setup::Spans;
+use crate::setup::{Experiment, Span, R_E_SQR};
 use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, TensorData};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Bytes assumed per element of a `[samples, orientations]` intermediate, summed over the
 /// tensors alive at once (conservative, f64).
@@ -50,6 +51,10 @@ pub struct RenderOptions {
     /// (2^15, best for the CPU engine). Accelerators want far larger chunks (bounded by the
     /// memory budget either way); [`crate::engine::Engine::options`] picks it per engine.
     pub max_chunk_elements: Option<usize>,
+    /// Keep the finished spans on the device and read the assembled image back once (the
+    /// engines with device memory), rather than reading each span back as it finishes (the
+    /// CPU engine: its tensors are host memory, and this keeps one copy of the image).
+    pub assemble_on_device: bool,
     pub progress: Option<Progress>,
 }
 
@@ -59,6 +64,7 @@ impl Default for RenderOptions {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             max_chunk_elements: None,
+            assemble_on_device: false,
             progress: None,
         }
     }
@@ -70,6 +76,7 @@ impl std::fmt::Debug for RenderOptions {
             .field("memory_budget", &self.memory_budget)
             .field("threads", &self.threads)
             .field("max_chunk_elements", &self.max_chunk_elements)
+            .field("assemble_on_device", &self.assemble_on_device)
             .finish()
     }
 }
@@ -87,15 +94,6 @@ pub struct Image {
     pub interpolation_fell_back: bool,
 }
 
-/// Per-chunk output.
-struct ChunkOut {
-    values: Vec<f64>,
-    omega_sum: f64,
-    /// Tricubic evaluation met an out-of-range point (later chunks must use nearest).
-    out_of_range: bool,
-    tricubic: bool,
-}
-
 /// How chunks and orientation blocks are sized.
 #[derive(Debug, Clone, Copy)]
 struct Plan {
@@ -103,30 +101,19 @@ struct Plan {
     block: usize,
 }
 
-/// Pixels per chunk and orientations per block for `active` rendered pixels.
-pub(crate) fn chunking(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions) -> (usize, usize) {
-    let p = plan(exp, scene, active, opts, 8);
-    (p.pixels_per_chunk, p.block)
-}
-
-/// [`chunking`] for forward+backward passes: the autodiff tape keeps every intermediate of a
+/// [`spans`] for forward+backward passes: the autodiff tape keeps every intermediate of a
 /// chunk alive, so cache residency is lost anyway, and larger chunks spread the graph's
 /// per-operation cost over more pixels (measured in docs/gradients.md).
-pub(crate) fn gradient_chunking(
-    exp: &Experiment,
-    scene: &Scene,
-    active: usize,
-    opts: &RenderOptions,
-) -> (usize, usize) {
+pub(crate) fn gradient_spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions) -> (Spans, usize) {
     let opts = RenderOptions {
         max_chunk_elements: Some(opts.max_chunk_elements.unwrap_or(GRADIENT_ELEMENTS)),
         ..opts.clone()
     };
-    let p = plan(exp, scene, active, &opts, 4);
-    (p.pixels_per_chunk, p.block)
+    spans(exp, scene, &opts, 4)
 }
 
-/// Chunk plan, with at least `per_thread` chunks per worker thread when the image allows.
+/// Chunk plan for `active` ROI positions, with at least `per_thread` chunks per worker thread
+/// when the image allows.
 fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions, per_thread: usize) -> Plan {
     let rpp = exp.sensor.layers * exp.oversample * exp.oversample;
     let c = scene.orientations;
@@ -156,8 +143,8 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
     })
 }
 
-/// Render with the scene tensors made by `make` (once per worker thread): the host scene, or
-/// a differentiable one built from [`crate::params::Params`].
+/// Render with the scene tensors made by `make` (once per worker): the host scene, or a
+/// differentiable one built from [`crate::params::Params`].
 pub fn render_scene<B: Backend>(
     exp: &Experiment,
     scene: &Scene,
@@ -165,118 +152,100 @@ pub fn render_scene<B: Backend>(
     device: &B::Device,
     make: &(dyn Fn() -> SceneTensors<B> + Sync),
 ) -> Result<Image> {
-    let active = exp.active_pixels();
-    let plan = plan(exp, scene, active.count(), opts, 8);
-    let chunks = active.chunks(plan.pixels_per_chunk);
-    let interpolate = exp.structure_factors.interpolate;
+    let (spans, block) = spans(exp, scene, opts, 8);
+    let rect = spans.rect.clone();
     let d = &exp.detector;
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let oor_chunk = AtomicUsize::new(usize::MAX);
-    // finished chunks write straight into the image; per chunk we keep (tricubic?, Σω)
-    let image = Mutex::new(vec![0.0f32; d.pixels()]);
-    let status: Mutex<Vec<Option<(bool, f64)>>> = Mutex::new(vec![None; chunks.len()]);
-    let failure: Mutex<Option<Error>> = Mutex::new(None);
-    let threads = opts.threads.clamp(1, chunks.len().max(1));
-    let store = |j: usize, pixels: &[u32], out: ChunkOut| {
-        let mut img = image.lock().expect("no worker panicked");
-        for (&idx, &v) in pixels.iter().zip(&out.values) {
-            img[idx as usize] = v as f32;
-        }
-        status.lock().expect("no worker panicked")[j] = Some((out.tricubic, out.omega_sum));
-    };
-
-    crate::workers::run(threads, || {
-        let st = make();
-        loop {
-            let j = next.fetch_add(1, Ordering::SeqCst);
-            if j >= chunks.len() || failure.lock().expect("no worker panicked").is_some() {
-                break;
-            }
-            let tri = interpolate && j < oor_chunk.load(Ordering::SeqCst);
-            let pixels = chunks.get(j);
-            match render_chunk(exp, scene, &st, &pixels, tri, plan.block, device) {
-                Ok(out) => {
-                    if out.out_of_range {
-                        oor_chunk.fetch_min(j, Ordering::SeqCst);
-                    }
-                    store(j, &pixels, out);
+    let on_device = opts.assemble_on_device;
+    let mut data = vec![0.0f32; if on_device { 0 } else { d.pixels() }];
+    let mut omega_sum = 0.0;
+    let mut parts: Vec<Option<(Tensor<B, 1>, Tensor<B, 1>)>> =
+        (0..if on_device { spans.len() } else { 0 }).map(|_| None).collect();
+    let fell_back = drive(
+        &spans,
+        Workers::Pool(opts.threads),
+        exp.structure_factors.interpolate,
+        make,
+        |st, chunk| {
+            let out = chunk_intensity(exp, scene, st, chunk.span, chunk.tricubic, block, device);
+            let value = if on_device {
+                Part::Device(out.intensity.reshape([chunk.span.len]), out.omega_sum)
+            } else {
+                Part::Host(to_host(out.intensity)?, scalar(out.omega_sum))
+            };
+            Ok(Rendered {
+                value,
+                out_of_range: out.out_of_range,
+            })
+        },
+        |chunk, part| match part {
+            Part::Host(values, omega) => {
+                for (k, v) in chunk.span.positions().zip(values) {
+                    data[rect.index(k)] = v as f32;
                 }
-                Err(e) => {
-                    *failure.lock().expect("no worker panicked") = Some(e);
-                    break;
-                }
+                omega_sum += omega;
             }
-            let n = done.fetch_add(pixels.len(), Ordering::SeqCst) + pixels.len();
-            if let Some(p) = &opts.progress {
-                p(n, chunks.total());
-            }
+            Part::Device(values, omega) => parts[chunk.index] = Some((values, omega)),
+        },
+        opts.progress.as_ref(),
+    )?;
+    if on_device {
+        let (values, omegas): (Vec<_>, Vec<_>) = parts.into_iter().flatten().unzip();
+        if !omegas.is_empty() {
+            omega_sum = scalar(Tensor::cat(omegas, 0));
         }
-    })?;
-    if let Some(e) = failure.into_inner().expect("no worker panicked") {
-        return Err(e);
+        data = to_host(assemble(exp, values, device))?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
     }
-
-    // C turns interpolation off for good at the first out-of-range point: chunks after it
-    // that were rendered with tricubic interpolation are redone with nearest neighbour.
-    let first_oor = oor_chunk.load(Ordering::SeqCst);
-    if first_oor != usize::MAX {
-        let st = make();
-        let redo: Vec<usize> = {
-            let status = status.lock().expect("no worker panicked");
-            (first_oor + 1..chunks.len())
-                .filter(|&j| status[j].is_some_and(|(tri, _)| tri))
-                .collect()
-        };
-        for j in redo {
-            let pixels = chunks.get(j);
-            store(
-                j,
-                &pixels,
-                render_chunk(exp, scene, &st, &pixels, false, plan.block, device)?,
-            );
-        }
-    }
-    let omega_sum = status
-        .into_inner()
-        .expect("no worker panicked")
-        .iter()
-        .flatten()
-        .map(|(_, w)| w)
-        .sum();
     Ok(Image {
         fpixels: d.fpixels,
         spixels: d.spixels,
-        data: image.into_inner().expect("no worker panicked"),
+        data,
         omega_sum,
-        interpolation_fell_back: first_oor != usize::MAX,
+        interpolation_fell_back: fell_back,
     })
 }
 
-/// Sub-pixel sample coordinates (Fdet, Sdet, Odet) `[R·3]` (m) and layer indices `[R]` of
-/// `pixels`, in C's order (layer, sub-slow, sub-fast).
-fn sample_coordinates(exp: &Experiment, pixels: &[u32]) -> (Vec<f64>, Vec<f64>) {
+/// A finished span: its values `[len]` (photons) and Σω `[1]` (sr), read back or on the device.
+enum Part<B: Backend> {
+    Host(Vec<f64>, f64),
+    Device(Tensor<B, 1>, Tensor<B, 1>),
+}
+
+/// The ROI cut into spans for [`drive`], and the orientation block (see [`plan`]).
+pub(crate) fn spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions, per_thread: usize) -> (Spans, usize) {
+    let active = exp.active_pixels();
+    let p = plan(exp, scene, active.rect().len(), opts, per_thread);
+    (active.spans(p.pixels_per_chunk), p.block)
+}
+
+/// [`spans`] for derivative images with `wider`× more columns per intermediate: spans that
+/// many times shorter.
+pub(crate) fn derivative_spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions, wider: usize) -> (Spans, usize) {
+    let active = exp.active_pixels();
+    let p = plan(exp, scene, active.rect().len(), opts, 8);
+    (active.spans((p.pixels_per_chunk / wider.max(1)).max(1)), p.block)
+}
+
+/// The image `[spixels, fpixels]` from the values of every span of the ROI, in order (each
+/// `[len]`): joined on the device, and placed in a zero image when the ROI is smaller.
+pub fn assemble<B: Backend>(exp: &Experiment, values: Vec<Tensor<B, 1>>, device: &B::Device) -> Tensor<B, 2> {
     let d = &exp.detector;
-    let os = exp.oversample;
-    let sub = d.pixel_size / os as f64;
-    let rpp = exp.sensor.layers * os * os;
-    let mut coords = Vec::with_capacity(pixels.len() * rpp * 3);
-    let mut layer = Vec::with_capacity(pixels.len() * rpp);
-    for &idx in pixels {
-        let idx = idx as usize;
-        let (sp, fp) = (idx / d.fpixels, idx % d.fpixels);
-        for t in 0..exp.sensor.layers {
-            for ss in 0..os {
-                for sf in 0..os {
-                    coords.push(sub * (fp * os + sf) as f64 + sub / 2.0);
-                    coords.push(sub * (sp * os + ss) as f64 + sub / 2.0);
-                    coords.push(t as f64 * exp.sensor.step);
-                    layer.push(t as f64);
-                }
-            }
-        }
+    let rect = exp.active_pixels().rect();
+    let (rows, cols) = (rect.rows.clone(), rect.cols.clone());
+    if rect.is_empty() {
+        return Tensor::zeros([d.spixels, d.fpixels], device);
     }
-    (coords, layer)
+    let roi = match values.len() {
+        1 => values.into_iter().next().expect("one span"),
+        _ => Tensor::cat(values, 0),
+    }
+    .reshape([rows.len(), cols.len()]);
+    if rows.len() == d.spixels && cols.len() == d.fpixels {
+        return roi;
+    }
+    Tensor::zeros([d.spixels, d.fpixels], device).slice_assign([rows, cols], roi)
 }
 
 /// `[R, S]` → `[R, n]` by picking, for each orientation `lo..hi`, its source's column.
@@ -300,44 +269,27 @@ fn scalar<B: Backend, const D: usize>(t: Tensor<B, D>) -> f64 {
     t.sum().into_scalar().elem::<f64>()
 }
 
-/// Render one chunk of pixels; returns one value per pixel (photons).
-fn render_chunk<B: Backend>(
-    exp: &Experiment,
-    scene: &Scene,
-    st: &SceneTensors<B>,
-    pixels: &[u32],
-    tri: bool,
-    block: usize,
-    device: &B::Device,
-) -> Result<ChunkOut> {
-    let out = chunk_intensity(exp, scene, st, pixels, tri, block, device);
-    Ok(ChunkOut {
-        values: to_host(out.intensity)?,
-        omega_sum: out.omega_sum,
-        out_of_range: out.out_of_range,
-        tricubic: tri,
-    })
-}
-
 /// A chunk's pixel values as a tensor (still in the graph), with its bookkeeping.
 pub struct ChunkIntensity<B: Backend> {
-    /// `[P, 1]` photons per pixel.
+    /// `[P, 1]` photons per ROI position of the span (0 where masked).
     pub intensity: Tensor<B, 2>,
-    pub omega_sum: f64,
+    /// `[1]` Σω over the span's rendered samples, as C accumulates it (sr).
+    pub omega_sum: Tensor<B, 1>,
+    /// Tricubic interpolation met an out-of-range point (later spans must use nearest).
     pub out_of_range: bool,
 }
 
-/// The pixel values of a chunk as a tensor `[P, 1]`, composed from the stages.
+/// The pixel values of a span of the ROI as a tensor `[P, 1]`, composed from the stages.
 pub fn chunk_intensity<B: Backend>(
     exp: &Experiment,
     scene: &Scene,
     st: &SceneTensors<B>,
-    pixels: &[u32],
+    span: Span,
     tri: bool,
     block: usize,
     device: &B::Device,
 ) -> ChunkIntensity<B> {
-    chunk_intensity_probed(exp, scene, st, pixels, tri, block, device, None)
+    chunk_intensity_probed(exp, scene, st, span, tri, block, device, None)
 }
 
 /// `[R, n]·[n, k]` plus `[R, 3n]·[3n, k]` style probe terms: ε `[R, n]` times tangents
@@ -392,7 +344,7 @@ pub fn chunk_intensity_probed<B: Backend>(
     exp: &Experiment,
     scene: &Scene,
     st: &SceneTensors<B>,
-    pixels: &[u32],
+    span: Span,
     tri: bool,
     block: usize,
     device: &B::Device,
@@ -401,10 +353,18 @@ pub fn chunk_intensity_probed<B: Backend>(
     let det = &exp.detector;
     let os = exp.oversample;
     let rpp = exp.sensor.layers * os * os;
-    let p = pixels.len();
+    let p = span.len;
     let r = p * rpp;
-    let (coords, layer) = sample_coordinates(exp, pixels);
-    let coords = SampleVectors::<B>::from_host(coords, device);
+    let (coords, layer) = sample_coordinates::<B>(&exp.sample_grid(), span.start, p, device);
+    // 1 per rendered position, 0 where masked: `[P, 1]`, and per sample row `[R, 1]`
+    let rendered = st
+        .rendered
+        .as_ref()
+        .map(|m| m.clone().narrow(0, span.start, p).reshape([p, 1]));
+    let rendered_rows = rendered.as_ref().map(|m| match rpp {
+        1 => m.clone(),
+        _ => m.clone().expand([p, rpp]).reshape([r, 1]),
+    });
     // derivative probes: ε per sample row (a pixel's samples share its ε) and the scene values
     // that enter by broadcasting moved along their tangents
     let eps_row: Option<Tensor<B, 2>> = probe.map(|pr| {
@@ -444,7 +404,6 @@ pub fn chunk_intensity_probed<B: Backend>(
     let omega = solid_angle(airpath, det.pixel_size, st.close_distance.clone(), det.point_pixel);
     // without a sensor the capture fraction is 1
     let capture: Option<Tensor<B, 2>> = (exp.sensor.thickness > 0.0).then(|| {
-        let layer = tensor2(layer, [r, 1], device);
         let mut parallax = dir.dot(st.odet_col.clone());
         if let (Some(pr), Some(e)) = (probe, &eps_row) {
             parallax = parallax + probe_outer(e, &dir.rows()).matmul(pr.tangents.odet.clone());
@@ -508,6 +467,10 @@ pub fn chunk_intensity_probed<B: Backend>(
                 let mut cand: Tensor<B, 2, Bool> = tricubic_out_of_range(&hkl, grid);
                 if let Some(v) = &valid {
                     cand = cand.bool_and(v.clone().greater_elem(0.0));
+                }
+                // masked pixels are not rendered at all
+                if let Some(m) = &rendered_rows {
+                    cand = (cand.float() * m.clone()).greater_elem(0.0);
                 }
                 let interpolated = tricubic(&hkl, grid);
                 if scalar(cand.clone().float()) > 0.0 {
@@ -638,10 +601,22 @@ pub fn chunk_intensity_probed<B: Backend>(
     if !exp.oversample_omega {
         intensity = intensity * omega_first.clone();
     }
+    // masked pixels: 0, and no part in Σω (C skips them)
+    let off = rendered.map(|m| m.equal_elem(0.0));
+    if let Some(off) = &off {
+        intensity = intensity.mask_fill(off.clone(), 0.0);
+    }
     let omega_sum = if exp.oversample_omega {
-        scalar(omega)
+        match &rendered_rows {
+            Some(m) => omega.mask_fill(m.clone().equal_elem(0.0), 0.0).sum(),
+            None => omega.sum(),
+        }
     } else {
-        scalar(omega_first) * rpp as f64
+        match &off {
+            Some(off) => omega_first.mask_fill(off.clone(), 0.0).sum(),
+            None => omega_first.sum(),
+        }
+        .mul_scalar(rpp as f64)
     };
     ChunkIntensity {
         intensity,

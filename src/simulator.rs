@@ -25,13 +25,14 @@
 
 use crate::cli::{parse_args, Parsed};
 use crate::config::SimConfig;
+use crate::drive::{drive, Rendered, Workers};
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::scene::{Scene, SceneTensors};
 use crate::setup::{load_structure_factors, Experiment};
-use crate::simulate::{chunk_intensity, chunking, RenderOptions};
+use crate::simulate::{assemble, chunk_intensity, spans, RenderOptions};
 use burn::module::Module;
-use burn::tensor::{backend::Backend, IndexingUpdateOp, Int, Tensor, TensorData};
+use burn::tensor::{backend::Backend, Tensor};
 use std::sync::Arc;
 
 /// Elements per `[samples, orientations]` intermediate of one chunk of [`Simulator::forward`]
@@ -121,36 +122,32 @@ impl<B: Backend> Simulator<B> {
     pub fn forward_with(&self, params: &Params<B>) -> Tensor<B, 2> {
         let Setup { cfg, exp, options } = &*self.setup;
         let device = params.cell.val().device();
-        let d = &exp.detector;
         let host = Scene::new(exp);
         // the constants from the one host scene (Params::scene would lay it out again)
         let scene = params.scene_with(cfg, exp, &SceneTensors::new(&host, exp, &device), &device);
-        let active = exp.active_pixels();
-        let (per_chunk, block) = chunking(exp, &host, active.count(), options);
-        let chunks = active.chunks(per_chunk);
-        // C switches tricubic interpolation off for good at the first out-of-range point:
-        // chunks run in C's pixel order, so the rule holds across them
-        let mut tricubic = exp.structure_factors.interpolate;
-        let mut parts = Vec::with_capacity(chunks.len());
-        for pixels in chunks.iter() {
-            let out = chunk_intensity(exp, &host, &scene, &pixels, tricubic, block, &device);
-            tricubic &= !out.out_of_range;
-            parts.push(out.intensity.reshape([pixels.len()]));
+        let (spans, block) = spans(exp, &host, options, 8);
+        // one span after another on the caller's thread, each left on the device and on the
+        // caller's graph; C's interpolation rule as everywhere (crate::drive)
+        let mut parts: Vec<Option<Tensor<B, 1>>> = (0..spans.len()).map(|_| None).collect();
+        let rendered = drive(
+            &spans,
+            Workers::Caller,
+            exp.structure_factors.interpolate,
+            || (),
+            |_, chunk| {
+                let out = chunk_intensity(exp, &host, &scene, chunk.span, chunk.tricubic, block, &device);
+                Ok(Rendered {
+                    value: out.intensity.reshape([chunk.span.len]),
+                    out_of_range: out.out_of_range,
+                })
+            },
+            |chunk, values| parts[chunk.index] = Some(values),
+            None,
+        );
+        match rendered {
+            Ok(_) => assemble(exp, parts.into_iter().flatten().collect(), &device),
+            // the work above returns no error of its own
+            Err(e) => unreachable!("rendering spans failed: {e}"),
         }
-        let n = d.spixels * d.fpixels;
-        let values = match parts.len() {
-            0 => Tensor::zeros([0], &device),
-            1 => parts.pop().expect("one part"),
-            _ => Tensor::cat(parts, 0),
-        };
-        let image = if chunks.total() == n {
-            // every pixel rendered, in order
-            values
-        } else {
-            let index: Vec<i64> = active.iter().map(|i| i as i64).collect();
-            let index = Tensor::<B, 1, Int>::from_data(TensorData::new(index, [chunks.total()]), &device);
-            Tensor::zeros([n], &device).select_assign(0, index, values, IndexingUpdateOp::Add)
-        };
-        image.reshape([d.spixels, d.fpixels])
     }
 }

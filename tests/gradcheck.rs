@@ -15,7 +15,7 @@ use nanobragg::config::{HklSource, SimConfig};
 use nanobragg::gradient::{image_vjp, ParamGradient};
 use nanobragg::params::Params;
 use nanobragg::scene::Scene;
-use nanobragg::setup::Experiment;
+use nanobragg::setup::{Experiment, Span};
 use nanobragg::simulate::{chunk_intensity, RenderOptions};
 use std::io::Write;
 
@@ -79,12 +79,17 @@ fn weights(n: usize) -> Vec<f32> {
 /// Σ w·I in f64 straight from the stages (the image itself is stored as f32).
 fn weighted_sum(cfg: &SimConfig, exp: &Experiment, p: &Params<B>, w: &[f32]) -> f64 {
     let scene = Scene::new(exp);
-    let pixels: Vec<u32> = exp.active_pixels().iter().map(|i| i as u32).collect();
+    // the whole ROI as one span; masked positions come back as 0
+    let rect = exp.active_pixels().rect();
+    let span = Span {
+        start: 0,
+        len: rect.len(),
+    };
     let st = p.scene(cfg, exp, &dev());
     let tri = exp.structure_factors.interpolate;
-    let out = chunk_intensity(exp, &scene, &st, &pixels, tri, scene.orientations, &dev());
+    let out = chunk_intensity(exp, &scene, &st, span, tri, scene.orientations, &dev());
     let v = out.intensity.into_data().convert::<f64>().to_vec::<f64>().unwrap();
-    pixels.iter().zip(v).map(|(&i, x)| x * w[i as usize] as f64).sum()
+    (0..rect.len()).zip(v).map(|(k, x)| x * w[rect.index(k)] as f64).sum()
 }
 
 fn autodiff(cfg: &SimConfig, exp: &Experiment, w: &[f32]) -> Vec<ParamGradient> {

@@ -64,3 +64,72 @@ fn differentiable_scene_reproduces_the_host_render() {
         }
     }
 }
+
+/// C switches tricubic interpolation off for good at the first out-of-range point, in its loop
+/// order. A grid of h, k, l ∈ −3..3 is too small for this detector, so the run falls back. The
+/// reference is the whole ROI evaluated as one span (C's order by construction); the render on
+/// two threads in many spans, the vector–Jacobian product and the derivative images must all
+/// give its values.
+#[test]
+fn interpolation_falls_back_alike_in_render_vjp_and_derivatives() {
+    use burn::backend::Autodiff;
+    use nanobragg::derivative::derivative_images;
+    use nanobragg::gradient::image_vjp;
+    use nanobragg::setup::{load_structure_factors, Span};
+    use nanobragg::simulate::chunk_intensity;
+    type Ad = Autodiff<B>;
+
+    let dir = tempfile::tempdir().unwrap();
+    let hkl = dir.path().join("small.hkl");
+    let mut text = String::new();
+    for h in -3i32..=3 {
+        for k in -3i32..=3 {
+            for l in -3i32..=3 {
+                text += &format!("{h} {k} {l} {}\n", 100 + 7 * h + 3 * k + l);
+            }
+        }
+    }
+    std::fs::write(&hkl, text).unwrap();
+    let args = format!(
+        "-hkl {} -cell 60 60 60 90 90 90 -lambda 1.5 -N 2 -distance 120 -pixel 0.4 -detpixels 40 \
+         -interpolate -oversample 1",
+        hkl.display()
+    );
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let Parsed::Run(cfg, _) = parse_args(&args).unwrap() else {
+        panic!()
+    };
+    let exp = Experiment::with_structure_factors(&cfg, load_structure_factors(&cfg).unwrap()).unwrap();
+    assert!(exp.structure_factors.interpolate);
+
+    let scene = Scene::new(&exp);
+    let whole = Span {
+        start: 0,
+        len: exp.active_pixels().rect().len(),
+    };
+    let st = nanobragg::scene::SceneTensors::<B>::new(&scene, &exp, &dev());
+    let reference = chunk_intensity(&exp, &scene, &st, whole, true, scene.orientations, &dev());
+    assert!(reference.out_of_range, "the grid must be too small for this test");
+    let reference: Vec<f64> = reference.intensity.into_data().convert::<f64>().to_vec().unwrap();
+    let max = reference.iter().cloned().fold(0.0, f64::max);
+    let same = |what: &str, image: &nanobragg::Image| {
+        assert!(image.interpolation_fell_back, "{what}: no fallback reported");
+        for (i, (&a, &b)) in image.data.iter().zip(&reference).enumerate() {
+            assert!((a as f64 - b).abs() <= 1e-6 * max, "{what}: pixel {i}: {a} vs {b}");
+        }
+    };
+    let many = RenderOptions {
+        threads: 2,
+        max_chunk_elements: Some(16),
+        ..Default::default()
+    };
+    same("render", &render::<B>(&exp, &many, &dev()).unwrap());
+    let params = Params::<Ad>::new(&cfg, &exp, &dev());
+    same("vjp", &image_vjp(&cfg, &exp, &params, None, &many, &dev()).unwrap().0);
+    same(
+        "derivatives",
+        &derivative_images::<Ad>(&cfg, &exp, &["distance"], &many, &dev())
+            .unwrap()
+            .0,
+    );
+}

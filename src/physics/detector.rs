@@ -3,7 +3,67 @@
 
 use super::vectors::SampleVectors;
 use super::{column, rotate_about, scale_column};
-use burn::tensor::{backend::Backend, Tensor};
+use burn::tensor::{backend::Backend, Int, Tensor};
+
+/// Where the sub-pixel samples of the ROI lie: its first row and column and width (pixels),
+/// the sub-pixels per pixel side, the sub-pixel size (m), and the sensor layers with their
+/// thickness step (m).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleGrid {
+    pub first_row: usize,
+    pub first_col: usize,
+    pub width: usize,
+    pub oversample: usize,
+    pub subpixel: f64,
+    pub layers: usize,
+    pub layer_step: f64,
+}
+
+impl SampleGrid {
+    /// Samples per pixel: layers × oversample².
+    pub fn per_pixel(&self) -> usize {
+        self.layers * self.oversample * self.oversample
+    }
+}
+
+/// Detector coordinates (Fdet, Sdet, Odet) `[R, 3]` (m) and layer indices `[R, 1]` of the
+/// samples of ROI positions `start..start + len` (numbered row by row), R = len·samples per
+/// pixel, in C's order (pixel; layer, sub-slow, sub-fast), computed on the device from
+/// `arange`: Fdet = subpixel·(fast·oversample + sub-fast) + subpixel/2, likewise Sdet, and
+/// Odet = layer·step, as C computes them.
+pub fn sample_coordinates<B: Backend>(
+    grid: &SampleGrid,
+    start: usize,
+    len: usize,
+    device: &B::Device,
+) -> (SampleVectors<B>, Tensor<B, 2>) {
+    let (os, per) = (grid.oversample as i64, grid.per_pixel());
+    let r = len * per;
+    let position = Tensor::<B, 1, Int>::arange(start as i64..(start + len) as i64, device);
+    let width = grid.width.max(1) as i64;
+    let column = |t: Tensor<B, 1, Int>| t.float().reshape([len, 1]);
+    let slow = column(position.clone().div_scalar(width) + grid.first_row as i64);
+    let fast = column(position.remainder_scalar(width) + grid.first_col as i64);
+    let sample = Tensor::<B, 1, Int>::arange(0..per as i64, device);
+    let row = |t: Tensor<B, 1, Int>| t.float().reshape([1, per]);
+    let sub_fast = row(sample.clone().remainder_scalar(os));
+    let sub_slow = row(sample.clone().div_scalar(os).remainder_scalar(os));
+    let layer = row(sample.div_scalar(os * os));
+    let h = grid.subpixel;
+    let along = |pixel: Tensor<B, 2>, sub: Tensor<B, 2>| ((pixel * os as f64 + sub) * h + h / 2.0).reshape([r]);
+    let components = [
+        along(fast, sub_fast),
+        along(slow, sub_slow),
+        (layer.clone() * grid.layer_step).expand([len, per]).reshape([r]),
+    ];
+    let layer = layer.expand([len, per]).reshape([r, 1]);
+    let coords = if B::ad_enabled(device) {
+        SampleVectors::Components(components)
+    } else {
+        SampleVectors::Rows(Tensor::stack(components.to_vec(), 1))
+    };
+    (coords, layer)
+}
 
 /// Lab positions `[R, 3]` (m) of sub-pixel samples: P = Fdet·f + Sdet·s + Odet·o + pix0.
 ///

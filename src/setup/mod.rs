@@ -19,7 +19,7 @@ use crate::io::hkl::HklGrid;
 use crate::rng::{mosaic_rotation, Ran1};
 pub use crystal::CrystalLattice;
 pub use detector::DetectorGeometry;
-pub use pixels::{ActivePixels, PixelChunks};
+pub use pixels::{ActivePixels, RoiRect, Span, Spans};
 pub use sampling::Sweep;
 pub use sources::Source;
 
@@ -346,6 +346,32 @@ impl Experiment {
     pub fn active_pixels(&self) -> ActivePixels<'_> {
         let d = &self.detector;
         ActivePixels::new(d.fpixels, d.spixels, &self.roi, self.mask.as_deref())
+    }
+
+    /// Where the samples of the ROI lie (see [`crate::physics::detector::sample_coordinates`]).
+    pub fn sample_grid(&self) -> crate::physics::detector::SampleGrid {
+        let rect = self.active_pixels().rect();
+        crate::physics::detector::SampleGrid {
+            first_row: rect.rows.start,
+            first_col: rect.cols.start,
+            width: rect.cols.len(),
+            oversample: self.oversample,
+            subpixel: self.detector.pixel_size / self.oversample as f64,
+            layers: self.sensor.layers,
+            layer_step: self.sensor.step,
+        }
+    }
+
+    /// 1 for each ROI position (row by row) that is rendered, 0 where masked; `None` without a
+    /// mask.
+    pub fn rendered_positions(&self) -> Option<Vec<f64>> {
+        let mask = self.mask.as_deref()?;
+        let rect = self.active_pixels().rect();
+        Some(
+            (0..rect.len())
+                .map(|k| f64::from(u8::from(mask[rect.index(k)] != 0)))
+                .collect(),
+        )
     }
 
     /// Spindle angle of step `i` (rad).

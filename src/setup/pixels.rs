@@ -63,69 +63,102 @@ impl<'a> ActivePixels<'a> {
         }
     }
 
-    /// Consecutive runs of `per_chunk` (≥ 1) of them, each listed only when asked for.
-    pub fn chunks(&self, per_chunk: usize) -> PixelChunks<'a> {
+    /// The ROI rectangle (clamped to the detector), masked pixels included, cut into runs of
+    /// `per_chunk` (≥ 1) consecutive positions in C's order: the unit of work of the chunk
+    /// driver. A span is two numbers; its pixel coordinates are computed on the device.
+    pub fn spans(&self, per_chunk: usize) -> Spans {
         let per_chunk = per_chunk.max(1);
-        let total = self.count();
-        let n = total.div_ceil(per_chunk);
-        let starts = match self.mask {
-            // the k-th pixel of a full rectangle is arithmetic
-            None => (0..n)
-                .map(|j| {
-                    let k = j * per_chunk;
-                    (self.rows.start + k / self.cols.len()) * self.fpixels + self.cols.start + k % self.cols.len()
-                })
-                .collect(),
-            Some(_) => self.iter().step_by(per_chunk).collect(),
-        };
-        PixelChunks {
-            pixels: self.clone(),
+        let total = self.rows.len() * self.cols.len();
+        Spans {
+            rect: self.rect(),
             per_chunk,
+            count: total.div_ceil(per_chunk),
             total,
-            starts,
+        }
+    }
+
+    /// The ROI rectangle (clamped to the detector).
+    pub fn rect(&self) -> RoiRect {
+        RoiRect {
+            fpixels: self.fpixels,
+            rows: self.rows.clone(),
+            cols: self.cols.clone(),
         }
     }
 }
 
-/// The rendered pixels cut into runs of equal length (the last one shorter), in order. Keeps
-/// one index per run, not per pixel.
-#[derive(Debug, Clone)]
-pub struct PixelChunks<'a> {
-    pixels: ActivePixels<'a>,
-    per_chunk: usize,
-    total: usize,
-    /// The index of each run's first pixel.
-    starts: Vec<usize>,
+/// The ROI rectangle: detector rows `rows` (slow) × columns `cols` (fast) of a detector
+/// `fpixels` wide. Its positions are numbered row by row from 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoiRect {
+    pub fpixels: usize,
+    pub rows: Range<usize>,
+    pub cols: Range<usize>,
 }
 
-impl PixelChunks<'_> {
-    /// Number of runs.
+impl RoiRect {
+    /// Number of positions.
     pub fn len(&self) -> usize {
-        self.starts.len()
+        self.rows.len() * self.cols.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
+        self.len() == 0
     }
 
-    /// Number of pixels in all runs.
+    /// The detector index `slow·fpixels + fast` of position `k` (< [`Self::len`]).
+    pub fn index(&self, k: usize) -> usize {
+        let w = self.cols.len();
+        (self.rows.start + k / w) * self.fpixels + self.cols.start + k % w
+    }
+}
+
+/// A run of consecutive positions `start..start + len` of the ROI rectangle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub len: usize,
+}
+
+impl Span {
+    /// The positions it covers.
+    pub fn positions(&self) -> Range<usize> {
+        self.start..self.start + self.len
+    }
+}
+
+/// The ROI rectangle cut into [`Span`]s of equal length (the last one shorter), in order.
+/// Holds four numbers, whatever the image size.
+#[derive(Debug, Clone)]
+pub struct Spans {
+    pub rect: RoiRect,
+    per_chunk: usize,
+    count: usize,
+    total: usize,
+}
+
+impl Spans {
+    /// Number of spans.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Number of positions in all spans (the ROI rectangle's size).
     pub fn total(&self) -> usize {
         self.total
     }
 
-    /// The pixel indices of run `j` (< [`Self::len`]).
-    pub fn get(&self, j: usize) -> Vec<u32> {
-        let n = self.per_chunk.min(self.total - j * self.per_chunk);
-        self.pixels
-            .iter_from(self.starts[j])
-            .take(n)
-            .map(|i| i as u32)
-            .collect()
-    }
-
-    /// All runs, in order.
-    pub fn iter(&self) -> impl Iterator<Item = Vec<u32>> + '_ {
-        (0..self.len()).map(|j| self.get(j))
+    /// Span `j` (< [`Self::len`]).
+    pub fn get(&self, j: usize) -> Span {
+        let start = j * self.per_chunk;
+        Span {
+            start,
+            len: self.per_chunk.min(self.total - start),
+        }
     }
 }
 
@@ -147,7 +180,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn walks_and_chunks_as_the_definition_lists(
+        fn walks_and_spans_as_the_definition_lists(
             f in 1usize..9, s in 1usize..9,
             x0 in -2i64..10, w in -1i64..10, y0 in -2i64..10, h in -1i64..10,
             masked in proptest::collection::vec(any::<bool>(), 81),
@@ -161,11 +194,15 @@ mod tests {
             prop_assert_eq!(active.iter().collect::<Vec<_>>(), want.clone());
             prop_assert_eq!(active.count(), want.len());
             prop_assert!((0..f * s).all(|i| active.contains(i) == want.contains(&i)));
-            let chunks = active.chunks(per_chunk);
-            prop_assert_eq!(chunks.total(), want.len());
-            let joined: Vec<usize> = chunks.iter().flatten().map(|i| i as usize).collect();
+            let spans = active.spans(per_chunk);
+            prop_assert_eq!(spans.total(), listed(f, s, &roi, None).len());
+            let joined: Vec<usize> = (0..spans.len())
+                .flat_map(|j| spans.get(j).positions())
+                .map(|k| spans.rect.index(k))
+                .filter(|&i| active.contains(i))
+                .collect();
             prop_assert_eq!(joined, want);
-            prop_assert!(chunks.iter().all(|c| !c.is_empty() && c.len() <= per_chunk));
+            prop_assert!((0..spans.len()).all(|j| (1..=per_chunk).contains(&spans.get(j).len)));
         }
     }
 }
