@@ -13,6 +13,7 @@
 //!    of Σ_p I_p gives ∂I_p/∂ε_{p,i} = Σ_z (∂I_p/∂z)·t_i = dI_p/dθ_i for every pixel and every
 //!    requested parameter at once.
 
+use crate::components::{ParamComponent, COMPONENTS};
 use crate::config::SimConfig;
 use crate::drive::{drive, Chunk, Rendered, Workers};
 use crate::error::{Error, Result};
@@ -23,80 +24,17 @@ use crate::simulate::{chunk_intensity_probed, derivative_spans, Image, RenderOpt
 use burn::module::Module;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
-use std::f64::consts::PI;
 
 /// A derivative image's name (as `-derivative NAME`), the parameter component it is taken
-/// with respect to, and the flag's unit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DerivativeSpec {
-    pub name: &'static str,
-    /// [`crate::params::PARAMETERS`] name and component.
-    pub param: &'static str,
-    pub component: usize,
-    /// Parameter units (SI, rad, Å for the cell) per flag unit.
-    pub per_unit: f64,
-    pub unit: &'static str,
-}
+/// with respect to, and the flag's unit: an entry of [`crate::components::COMPONENTS`].
+pub type DerivativeSpec = ParamComponent;
 
-const DEG: f64 = PI / 180.0;
-
-const fn spec(
-    name: &'static str,
-    param: &'static str,
-    component: usize,
-    per_unit: f64,
-    unit: &'static str,
-) -> DerivativeSpec {
-    DerivativeSpec {
-        name,
-        param,
-        component,
-        per_unit,
-        unit,
-    }
-}
-
-/// Every derivative image the CLI offers.
-pub const DERIVATIVES: [DerivativeSpec; 28] = [
-    spec("distance", "distance", 0, 1e-3, "mm"),
-    spec("close_distance", "close_distance", 0, 1e-3, "mm"),
-    spec("Xbeam", "beam_center", 0, 1e-3, "mm"),
-    spec("Ybeam", "beam_center", 1, 1e-3, "mm"),
-    spec("cell_a", "cell", 0, 1.0, "Å"),
-    spec("cell_b", "cell", 1, 1.0, "Å"),
-    spec("cell_c", "cell", 2, 1.0, "Å"),
-    spec("cell_alpha", "cell", 3, DEG, "degree"),
-    spec("cell_beta", "cell", 4, DEG, "degree"),
-    spec("cell_gamma", "cell", 5, DEG, "degree"),
-    spec("misset_x", "misset", 0, DEG, "degree"),
-    spec("misset_y", "misset", 1, DEG, "degree"),
-    spec("misset_z", "misset", 2, DEG, "degree"),
-    spec("phi", "phi", 0, DEG, "degree"),
-    spec("lambda", "lambda0", 0, 1e-10, "Å"),
-    spec("dispersion", "dispersion", 0, 1e-2, "%"),
-    spec("Na", "n_cells", 0, 1.0, "cell"),
-    spec("Nb", "n_cells", 1, 1.0, "cell"),
-    spec("Nc", "n_cells", 2, 1.0, "cell"),
-    spec("mosaic", "mosaic_spread", 0, DEG, "degree"),
-    spec("detector_rotx", "detector_rotation", 0, DEG, "degree"),
-    spec("detector_roty", "detector_rotation", 1, DEG, "degree"),
-    spec("detector_rotz", "detector_rotation", 2, DEG, "degree"),
-    spec("twotheta", "twotheta", 0, DEG, "degree"),
-    spec("polar", "polarization", 0, 1.0, "unit of K"),
-    spec("fluence", "fluence", 0, 1.0, "photon/m²"),
-    spec("default_F", "default_f", 0, 1.0, "electron"),
-    spec("water", "water_size", 0, 1e-6, "µm"),
-];
+/// Every derivative image the CLI offers: every named parameter component.
+pub const DERIVATIVES: &[DerivativeSpec] = &COMPONENTS;
 
 /// The spec of derivative `name`, or an error listing the valid names.
 pub fn find(name: &str) -> Result<&'static DerivativeSpec> {
-    DERIVATIVES.iter().find(|s| s.name == name).ok_or_else(|| {
-        let names: Vec<&str> = DERIVATIVES.iter().map(|s| s.name).collect();
-        Error::flag(
-            "-derivative",
-            format!("unknown parameter '{name}' (one of: {})", names.join(", ")),
-        )
-    })
+    crate::components::find(name, "-derivative")
 }
 
 /// One derivative image: ∂I/∂(flag unit) per pixel, fast-major, 0 outside the ROI/mask.
@@ -214,7 +152,7 @@ fn scene_jacobian<AB: AutodiffBackend>(
         for (i, s) in specs.iter().enumerate() {
             let leaf = params.get(s.param).ok_or_else(|| missing(s))?;
             if let Some(g) = leaf.grad(&grads) {
-                jac[j * n + i] = to_host(g)?[s.component];
+                jac[j * n + i] = to_host(g)?[s.index];
             }
         }
     }

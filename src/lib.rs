@@ -8,6 +8,7 @@
 //! [`simulate::render`] over chunks of pixels → [`simulate::Image`].
 
 pub mod cli;
+pub mod components;
 pub mod config;
 pub mod console;
 pub mod derivative;

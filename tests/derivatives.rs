@@ -75,6 +75,7 @@ fn flag_of(name: &str) -> (&'static str, usize, f64) {
         "misset_y" => ("-misset", 1, 1e-4),
         "misset_z" => ("-misset", 2, 1e-4),
         "phi" => ("-phi", 0, 1e-4),
+        "phistep" => ("-phistep", 0, 1e-4),
         "lambda" => ("-lambda", 0, 1e-6),
         "dispersion" => ("-dispersion", 0, 1e-3),
         "Na" => ("-Na", 0, 1e-4),
@@ -158,11 +159,13 @@ fn check(flags: &Flags, extra: &[&str], names: &[&str]) {
     }
     for d in &derivs {
         let (_, _, h) = flag_of(d.spec.name);
-        let (up, down) = if d.spec.param == "n_cells" {
-            let c = d.spec.component;
+        // N is read as integers, and -osc sets the φ step only with -phisteps: these two
+        // move the parameter itself (by h flag units)
+        let (up, down) = if d.spec.param == "n_cells" || d.spec.name == "phistep" {
+            let (c, step) = (d.spec.index, h * d.spec.per_unit);
             (
-                image_with_param(&cfg, &exp, "n_cells", c, h),
-                image_with_param(&cfg, &exp, "n_cells", c, -h),
+                image_with_param(&cfg, &exp, d.spec.param, c, step),
+                image_with_param(&cfg, &exp, d.spec.param, c, -step),
             )
         } else {
             (
@@ -188,7 +191,7 @@ fn check(flags: &Flags, extra: &[&str], names: &[&str]) {
     }
 }
 
-const ALL: [&str; 27] = [
+const ALL: [&str; 28] = [
     "distance",
     "Xbeam",
     "Ybeam",
@@ -202,6 +205,7 @@ const ALL: [&str; 27] = [
     "misset_y",
     "misset_z",
     "phi",
+    "phistep",
     "lambda",
     "dispersion",
     "Na",

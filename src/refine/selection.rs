@@ -35,69 +35,32 @@ pub struct Component {
     pub prior: Option<(f64, f64)>,
 }
 
-const DEG: f64 = 180.0 / std::f64::consts::PI;
-
 impl Component {
-    /// The component named like the CLI flag (or `-derivative` name): `cell_a`, `cell_b`,
-    /// `cell_c` (Å), `cell_alpha`, `cell_beta`, `cell_gamma`, `misset_x/y/z`, `phi`, `osc`
-    /// (φ step), `mosaic`, `detector_rotx/y/z`, `twotheta` (degrees), `distance`,
-    /// `close_distance`, `Xbeam`, `Ybeam` (mm), `lambda` (Å), `Na`, `Nb`, `Nc` (unit cells),
-    /// `polar` (Kahn factor), `water` (µm), `default_F` (electrons), `dispersion` (fraction),
-    /// `fluence` (relative: 1 at `fluence_ref`). `mosaic`, `fluence` and `water` are refined as
+    /// The component named like the CLI flag, as `-derivative` names it: one entry of
+    /// [`crate::components::COMPONENTS`] (`cell_a` in Å, `misset_x` in degrees, `distance` in
+    /// mm, `dispersion` in %...), seen in its flag's unit; the fluence relative to
+    /// `fluence_ref`. The positive ones (`mosaic`, `fluence`, `water`) are refined as
     /// logarithms.
     pub fn named(label: &str, fluence_ref: f64) -> Result<Self> {
-        let (param, index, scale, unit) = match label {
-            "cell_a" => ("cell", 0, 1.0, "Å"),
-            "cell_b" => ("cell", 1, 1.0, "Å"),
-            "cell_c" => ("cell", 2, 1.0, "Å"),
-            "cell_alpha" => ("cell", 3, DEG, "°"),
-            "cell_beta" => ("cell", 4, DEG, "°"),
-            "cell_gamma" => ("cell", 5, DEG, "°"),
-            "misset_x" => ("misset", 0, DEG, "°"),
-            "misset_y" => ("misset", 1, DEG, "°"),
-            "misset_z" => ("misset", 2, DEG, "°"),
-            "phi" => ("phi", 0, DEG, "°"),
-            "osc" => ("phi", 1, DEG, "°"),
-            "mosaic" => ("mosaic_spread", 0, DEG, "°"),
-            "distance" => ("distance", 0, 1e3, "mm"),
-            "close_distance" => ("close_distance", 0, 1e3, "mm"),
-            "Xbeam" => ("beam_center", 0, 1e3, "mm"),
-            "Ybeam" => ("beam_center", 1, 1e3, "mm"),
-            "detector_rotx" => ("detector_rotation", 0, DEG, "°"),
-            "detector_roty" => ("detector_rotation", 1, DEG, "°"),
-            "detector_rotz" => ("detector_rotation", 2, DEG, "°"),
-            "twotheta" => ("twotheta", 0, DEG, "°"),
-            "lambda" => ("lambda0", 0, 1e10, "Å"),
-            "Na" => ("n_cells", 0, 1.0, "cells"),
-            "Nb" => ("n_cells", 1, 1.0, "cells"),
-            "Nc" => ("n_cells", 2, 1.0, "cells"),
-            "polar" => ("polarization", 0, 1.0, ""),
-            "water" => ("water_size", 0, 1e6, "µm"),
-            "default_F" => ("default_f", 0, 1.0, "e"),
-            "dispersion" => ("dispersion", 0, 1.0, ""),
-            "fluence" => {
-                if !(fluence_ref > 0.0 && fluence_ref.is_finite()) {
-                    return Err(Error::Config(format!(
-                        "refine fluence: reference fluence {fluence_ref} must be > 0"
-                    )));
-                }
-                ("fluence", 0, 1.0 / fluence_ref, "×")
-            }
-            other => {
+        let c = crate::components::find(label, "refine")?;
+        // the fluence is refined relative to its starting value, everything else in its
+        // flag's unit
+        let (scale, unit) = match c.param {
+            "fluence" if !(fluence_ref > 0.0 && fluence_ref.is_finite()) => {
                 return Err(Error::Config(format!(
-                    "refine: unknown parameter '{other}' (known: cell_a..cell_gamma, misset_x/y/z, phi, osc, \
-                     mosaic, distance, close_distance, Xbeam, Ybeam, detector_rotx/y/z, twotheta, lambda, Na, Nb, Nc, \
-                     polar, water, default_F, dispersion, fluence)"
+                    "refine fluence: reference fluence {fluence_ref} must be > 0"
                 )))
             }
+            "fluence" => (1.0 / fluence_ref, "×"),
+            _ => (1.0 / c.per_unit, c.unit),
         };
         Ok(Self {
             label: label.to_string(),
-            param,
-            index,
+            param: c.param,
+            index: c.index,
             scale,
             unit,
-            log: matches!(label, "mosaic" | "fluence" | "water"),
+            log: c.positive,
             prior: None,
         })
     }
