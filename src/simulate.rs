@@ -12,6 +12,7 @@ use crate::drive::{drive, Rendered, Workers};
 use crate::error::Result;
 use crate::physics::detector::{
     capture_fraction_at, curved_positions, diffracted_directions, pixel_positions, sample_coordinates, solid_angle,
+    MAX_SPAN,
 };
 use crate::physics::lattice::lattice_factor;
 use crate::physics::lattice::LatticeTensors;
@@ -179,8 +180,11 @@ pub fn render_scene<B: Backend>(
         },
         |chunk, part| match part {
             Part::Host(values, omega) => {
-                for (k, v) in chunk.span.positions().zip(values) {
-                    data[rect.index(k)] = v as f32;
+                let mut values = values.into_iter();
+                for (first, n) in rect.segments(chunk.span) {
+                    for (d, v) in data[first..first + n].iter_mut().zip(values.by_ref()) {
+                        *d = v as f32;
+                    }
                 }
                 omega_sum += omega;
             }
@@ -217,7 +221,7 @@ enum Part<B: Backend> {
 pub(crate) fn spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions, per_thread: usize) -> (Spans, usize) {
     let active = exp.active_pixels();
     let p = plan(exp, scene, active.rect().len(), opts, per_thread);
-    (active.spans(p.pixels_per_chunk), p.block)
+    (active.spans(p.pixels_per_chunk.min(MAX_SPAN)), p.block)
 }
 
 /// [`spans`] for derivative images with `wider`× more columns per intermediate: spans that
@@ -225,7 +229,10 @@ pub(crate) fn spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions, per_t
 pub(crate) fn derivative_spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions, wider: usize) -> (Spans, usize) {
     let active = exp.active_pixels();
     let p = plan(exp, scene, active.rect().len(), opts, 8);
-    (active.spans((p.pixels_per_chunk / wider.max(1)).max(1)), p.block)
+    (
+        active.spans((p.pixels_per_chunk / wider.max(1)).clamp(1, MAX_SPAN)),
+        p.block,
+    )
 }
 
 /// The image `[spixels, fpixels]` from the values of every span of the ROI, in order (each

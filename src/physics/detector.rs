@@ -31,39 +31,63 @@ impl SampleGrid {
 /// pixel, in C's order (pixel; layer, sub-slow, sub-fast), computed on the device from
 /// `arange`: Fdet = subpixel·(fast·oversample + sub-fast) + subpixel/2, likewise Sdet, and
 /// Odet = layer·step, as C computes them.
+///
+/// Only the span's first row and column come from the host. The device counts positions from
+/// the start of that row, so the floats it divides stay below `len` + the ROI width (exact in
+/// f32 for spans under 2²³ positions, see [`MAX_SPAN`]).
 pub fn sample_coordinates<B: Backend>(
     grid: &SampleGrid,
     start: usize,
     len: usize,
     device: &B::Device,
 ) -> (SampleVectors<B>, Tensor<B, 2>) {
-    let (os, per) = (grid.oversample as i64, grid.per_pixel());
+    let width = grid.width.max(1);
+    let (os, per) = (grid.oversample, grid.per_pixel());
     let r = len * per;
-    let position = Tensor::<B, 1, Int>::arange(start as i64..(start + len) as i64, device);
-    let width = grid.width.max(1) as i64;
-    let column = |t: Tensor<B, 1, Int>| t.float().reshape([len, 1]);
-    let slow = column(position.clone().div_scalar(width) + grid.first_row as i64);
-    let fast = column(position.remainder_scalar(width) + grid.first_col as i64);
-    let sample = Tensor::<B, 1, Int>::arange(0..per as i64, device);
-    let row = |t: Tensor<B, 1, Int>| t.float().reshape([1, per]);
-    let sub_fast = row(sample.clone().remainder_scalar(os));
-    let sub_slow = row(sample.clone().div_scalar(os).remainder_scalar(os));
-    let layer = row(sample.div_scalar(os * os));
     let h = grid.subpixel;
-    let along = |pixel: Tensor<B, 2>, sub: Tensor<B, 2>| ((pixel * os as f64 + sub) * h + h / 2.0).reshape([r]);
-    let components = [
-        along(fast, sub_fast),
-        along(slow, sub_slow),
-        (layer.clone() * grid.layer_step).expand([len, per]).reshape([r]),
-    ];
-    let layer = layer.expand([len, per]).reshape([r, 1]);
+    // positions counted from the start of the span's first row
+    let counted = Tensor::<B, 1, Int>::arange(0..len as i64, device).float() + (start % width) as f64;
+    let rows = (counted.clone() / width as f64).floor();
+    let fast = counted - rows.clone() * width as f64 + grid.first_col as f64;
+    let slow = rows + (grid.first_row + start / width) as f64;
+    let (along_fast, along_slow, depth, layer) = if per == 1 {
+        let zero = Tensor::<B, 1>::zeros([len], device);
+        (
+            fast * h + h / 2.0,
+            slow * h + h / 2.0,
+            zero.clone(),
+            zero.reshape([r, 1]),
+        )
+    } else {
+        // samples within a pixel, [1, per]: (layer, sub-slow, sub-fast) = digits of the index
+        let os = os as f64;
+        let sample = Tensor::<B, 1, Int>::arange(0..per as i64, device).float();
+        let above = |t: Tensor<B, 1>, base: f64| (t / base).floor();
+        let layer = above(sample.clone(), os * os);
+        let sub_fast = sample.clone() - above(sample.clone(), os) * os;
+        let sub_slow = above(sample.clone(), os) - layer.clone() * os;
+        let row = |t: Tensor<B, 1>| t.reshape([1, per]);
+        let along = |pixel: Tensor<B, 1>, sub: Tensor<B, 1>| {
+            ((pixel.reshape([len, 1]) * os + row(sub)) * h + h / 2.0).reshape([r])
+        };
+        let layer = row(layer).expand([len, per]).reshape([r, 1]);
+        let depth = layer.clone().reshape([r]) * grid.layer_step;
+        (along(fast, sub_fast), along(slow, sub_slow), depth, layer)
+    };
+    let components = [along_fast, along_slow, depth];
     let coords = if B::ad_enabled(device) {
         SampleVectors::Components(components)
     } else {
-        SampleVectors::Rows(Tensor::stack(components.to_vec(), 1))
+        // three contiguous rows joined end to end, seen transposed: no strided interleaving
+        // copy (the product with the detector basis reads the strides as they are)
+        SampleVectors::Rows(Tensor::cat(components.map(|c| c.reshape([1, r])).to_vec(), 0).transpose())
     };
     (coords, layer)
 }
+
+/// The longest span [`sample_coordinates`] takes (positions): its float arithmetic is exact
+/// in f32 below 2²³.
+pub const MAX_SPAN: usize = 1 << 22;
 
 /// Lab positions `[R, 3]` (m) of sub-pixel samples: P = Fdet·f + Sdet·s + Odet·o + pix0.
 ///
@@ -140,4 +164,63 @@ pub fn capture_fraction_at<B: Backend>(
 ) -> Tensor<B, 2> {
     let depth = |t: Tensor<B, 2>| (t * (-step * mu) / parallax.clone()).exp();
     depth(layer.clone()) - depth(layer + 1.0)
+}
+
+#[cfg(test)]
+mod sample_tests {
+    use super::{sample_coordinates, SampleGrid};
+    use crate::diff::testing::{dev, host, Ad, B};
+    use proptest::prelude::*;
+
+    /// C's loop: for each pixel (slow, fast) of the ROI in order, each layer t, sub-slow and
+    /// sub-fast: Fdet = h·(fast·os + sub-fast) + h/2, Sdet likewise, Odet = t·step.
+    fn c_loop(g: &SampleGrid, height: usize, start: usize, len: usize) -> (Vec<f64>, Vec<f64>) {
+        let h = g.subpixel;
+        let (mut coords, mut layers) = (Vec::new(), Vec::new());
+        let all = (0..height).flat_map(|s| (0..g.width).map(move |f| (g.first_row + s, g.first_col + f)));
+        for (slow, fast) in all.skip(start).take(len) {
+            for t in 0..g.layers {
+                for ss in 0..g.oversample {
+                    for sf in 0..g.oversample {
+                        coords.push(h * (fast * g.oversample + sf) as f64 + h / 2.0);
+                        coords.push(h * (slow * g.oversample + ss) as f64 + h / 2.0);
+                        coords.push(t as f64 * g.layer_step);
+                        layers.push(t as f64);
+                    }
+                }
+            }
+        }
+        (coords, layers)
+    }
+
+    proptest! {
+        #[test]
+        fn device_coordinates_are_cs(
+            first_row in 0usize..50, first_col in 0usize..50, width in 1usize..20, height in 1usize..20,
+            oversample in 1usize..4, layers in 1usize..4, start_frac in 0.0f64..1.0, len_frac in 0.0f64..1.0,
+            pixel in 1e-5f64..1e-3, step in 0.0f64..1e-4,
+        ) {
+            let g = SampleGrid {
+                first_row, first_col, width, oversample, subpixel: pixel / oversample as f64, layers, layer_step: step,
+            };
+            let total = width * height;
+            let start = ((total - 1) as f64 * start_frac) as usize;
+            let len = 1 + ((total - start - 1) as f64 * len_frac) as usize;
+            let (want, want_layers) = c_loop(&g, height, start, len);
+            for ad in [false, true] {
+                let (coords, layer) = if ad {
+                    let (c, l) = sample_coordinates::<Ad>(&g, start, len, &dev());
+                    (host(c.rows()), host(l))
+                } else {
+                    let (c, l) = sample_coordinates::<B>(&g, start, len, &dev());
+                    (host(c.rows()), host(l))
+                };
+                prop_assert_eq!(&layer, &want_layers);
+                prop_assert_eq!(coords.len(), want.len());
+                for (a, b) in coords.iter().zip(&want) {
+                    prop_assert!((a - b).abs() <= 1e-15, "{a} vs {b}");
+                }
+            }
+        }
+    }
 }

@@ -106,6 +106,22 @@ impl RoiRect {
         self.len() == 0
     }
 
+    /// The pieces of `span` that lie in one detector row each: (detector index of the first
+    /// pixel, length), in order.
+    pub fn segments(&self, span: Span) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let w = self.cols.len().max(1);
+        let end = span.start + span.len;
+        let mut k = span.start;
+        std::iter::from_fn(move || {
+            (k < end).then(|| {
+                let n = ((k / w + 1) * w).min(end) - k;
+                let piece = (self.index(k), n);
+                k += n;
+                piece
+            })
+        })
+    }
+
     /// The detector index `slow·fpixels + fast` of position `k` (< [`Self::len`]).
     pub fn index(&self, k: usize) -> usize {
         let w = self.cols.len();
@@ -203,6 +219,12 @@ mod tests {
                 .collect();
             prop_assert_eq!(joined, want);
             prop_assert!((0..spans.len()).all(|j| (1..=per_chunk).contains(&spans.get(j).len)));
+            for j in 0..spans.len() {
+                let span = spans.get(j);
+                let pieces: Vec<usize> = spans.rect.segments(span).flat_map(|(i, n)| i..i + n).collect();
+                let each: Vec<usize> = span.positions().map(|k| spans.rect.index(k)).collect();
+                prop_assert_eq!(pieces, each);
+            }
         }
     }
 }
