@@ -239,7 +239,8 @@ pub fn derivative_images<AB: AutodiffBackend>(
     let rect = spans.rect.clone();
     let mut data = vec![0.0f32; det.pixels()];
     let mut images = vec![vec![0.0f32; det.pixels()]; n];
-    let mut omega_sum = 0.0;
+    // Σω per span, summed in span order at the end (the folds come in any order)
+    let mut omegas = vec![0.0; spans.len()];
     let work = |_: &mut (), chunk: Chunk| -> Result<Rendered<(Vec<f64>, Vec<f64>, f64)>> {
         let p = chunk.span.len;
         let probe = Probe {
@@ -277,7 +278,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
                 images[i][idx] = (d[k * width + i] * s.per_unit) as f32;
             }
         }
-        omega_sum += omega;
+        omegas[chunk.index] = omega;
     };
     let fell_back = drive(
         &spans,
@@ -292,7 +293,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
         fpixels: det.fpixels,
         spixels: det.spixels,
         data,
-        omega_sum,
+        omega_sum: omegas.iter().sum(),
         interpolation_fell_back: fell_back,
     };
     let derivatives = specs

@@ -158,7 +158,8 @@ pub fn render_scene<B: Backend>(
     let d = &exp.detector;
     let on_device = opts.assemble_on_device;
     let mut data = vec![0.0f32; if on_device { 0 } else { d.pixels() }];
-    let mut omega_sum = 0.0;
+    // Σω per span, summed in span order at the end (the folds come in any order)
+    let mut omegas = vec![0.0; spans.len()];
     let mut parts: Vec<Option<(Tensor<B, 1>, Tensor<B, 1>)>> =
         (0..if on_device { spans.len() } else { 0 }).map(|_| None).collect();
     let fell_back = drive(
@@ -186,12 +187,13 @@ pub fn render_scene<B: Backend>(
                         *d = v as f32;
                     }
                 }
-                omega_sum += omega;
+                omegas[chunk.index] = omega;
             }
             Part::Device(values, omega) => parts[chunk.index] = Some((values, omega)),
         },
         opts.progress.as_ref(),
     )?;
+    let mut omega_sum = omegas.iter().sum();
     if on_device {
         let (values, omegas): (Vec<_>, Vec<_>) = parts.into_iter().flatten().unzip();
         if !omegas.is_empty() {
