@@ -210,6 +210,9 @@ fn tangents<B: Backend>(jac: &[f64], n: usize, orientations: usize, device: &B::
     }
 }
 
+/// A span's values (photons), its derivative columns (row-major `[len, width]`) and Σω (sr).
+type SpanDerivatives = (Vec<f64>, Vec<f64>, f64);
+
 /// The image and the derivative images `names` (see [`DERIVATIVES`]), on backend `AB`.
 ///
 /// The image is the differentiable scene's render (equal to [`crate::simulate::render`] to
@@ -241,7 +244,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
     let mut images = vec![vec![0.0f32; det.pixels()]; n];
     // Σω per span, summed in span order at the end (the folds come in any order)
     let mut omegas = vec![0.0; spans.len()];
-    let work = |_: &mut (), chunk: Chunk| -> Result<Rendered<(Vec<f64>, Vec<f64>, f64)>> {
+    let work = |_: &mut (), chunk: Chunk| -> Result<Rendered<SpanDerivatives>> {
         let p = chunk.span.len;
         let probe = Probe {
             epsilon: Tensor::<AB, 2>::zeros([p, width], device).require_grad(),
@@ -270,7 +273,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
             out_of_range: out.out_of_range,
         })
     };
-    let fold = |chunk: Chunk, (values, d, omega): (Vec<f64>, Vec<f64>, f64)| {
+    let fold = |chunk: Chunk, (values, d, omega): SpanDerivatives| {
         for (k, pos) in chunk.span.positions().enumerate() {
             let idx = rect.index(pos);
             data[idx] = values[k] as f32;
