@@ -274,12 +274,10 @@ pub fn derivative_images<AB: AutodiffBackend>(
         })
     };
     let fold = |chunk: Chunk, (values, d, omega): SpanDerivatives| {
-        for (k, pos) in chunk.span.positions().enumerate() {
-            let idx = rect.index(pos);
-            data[idx] = values[k] as f32;
-            for (i, s) in specs.iter().enumerate() {
-                images[i][idx] = (d[k * width + i] * s.per_unit) as f32;
-            }
+        rect.store(&mut data, chunk.span, values);
+        for (i, (s, image)) in specs.iter().zip(&mut images).enumerate() {
+            let column = d.iter().skip(i).step_by(width).map(|v| v * s.per_unit);
+            rect.store(image, chunk.span, column);
         }
         omegas[chunk.index] = omega;
     };

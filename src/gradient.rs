@@ -103,21 +103,19 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         let out = chunk_intensity(exp, &scene, &st, span, chunk.tricubic, block, device);
         let intensity = to_host_shared(out.intensity.clone())?;
         // the weights of the rendered pixels; 0 for masked positions
+        let is_rendered: Vec<bool> = span.positions().map(|k| active.contains(rect.index(k))).collect();
         let (pixels, rendered): (Vec<u32>, Vec<f64>) = span
             .positions()
             .zip(&intensity)
-            .map(|(k, &v)| (rect.index(k), v))
-            .filter(|&(i, _)| active.contains(i))
-            .map(|(i, v)| (i as u32, v))
+            .zip(&is_rendered)
+            .filter(|(_, &r)| r)
+            .map(|((k, &v), _)| (rect.index(k) as u32, v))
             .unzip();
         let (loss, w) = weigh(&pixels, &rendered);
         let mut w = w.into_iter();
-        let per_position: Vec<f64> = span
-            .positions()
-            .map(|k| match active.contains(rect.index(k)) {
-                true => w.next().unwrap_or(0.0),
-                false => 0.0,
-            })
+        let per_position: Vec<f64> = is_rendered
+            .iter()
+            .map(|&r| if r { w.next().unwrap_or(0.0) } else { 0.0 })
             .collect();
         let weighted = (out.intensity * tensor2::<B>(per_position, [span.len, 1], device)).sum();
         let grads = weighted.backward();
@@ -148,11 +146,11 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     };
     let mut loss = 0.0;
     let mut scene_grad: Vec<Vec<f64>> = values.iter().map(|t| vec![0.0; t.dims()[0]]).collect();
+    // Σω per span, summed in span order at the end (the folds come in any order)
+    let mut omegas = vec![0.0; spans.len()];
     let fold = |chunk: Chunk, part: SpanGradient| {
-        for (k, v) in chunk.span.positions().zip(part.intensity) {
-            image.data[rect.index(k)] = v as f32;
-        }
-        image.omega_sum += part.omega_sum;
+        rect.store(&mut image.data, chunk.span, part.intensity);
+        omegas[chunk.index] = part.omega_sum;
         loss += part.loss;
         for (acc, g) in scene_grad.iter_mut().zip(part.scene_grad) {
             acc.iter_mut().zip(g).for_each(|(a, x)| *a += x);
@@ -168,6 +166,7 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         None,
     )?;
     image.interpolation_fell_back = fell_back;
+    image.omega_sum = omegas.iter().sum();
 
     // 3. Σ_z g_z·z(θ) differentiated over the scene graph
     let gradients = scene_to_params(params, z, scene_grad, device)?;

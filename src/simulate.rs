@@ -181,12 +181,7 @@ pub fn render_scene<B: Backend>(
         },
         |chunk, part| match part {
             Part::Host(values, omega) => {
-                let mut values = values.into_iter();
-                for (first, n) in rect.segments(chunk.span) {
-                    for (d, v) in data[first..first + n].iter_mut().zip(values.by_ref()) {
-                        *d = v as f32;
-                    }
-                }
+                rect.store(&mut data, chunk.span, values);
                 omegas[chunk.index] = omega;
             }
             Part::Device(values, omega) => parts[chunk.index] = Some((values, omega)),
@@ -221,18 +216,27 @@ enum Part<B: Backend> {
 
 /// The ROI cut into spans for [`drive`], and the orientation block (see [`plan`]).
 pub(crate) fn spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions, per_thread: usize) -> (Spans, usize) {
-    let active = exp.active_pixels();
-    let p = plan(exp, scene, active.rect().len(), opts, per_thread);
-    (active.spans(p.pixels_per_chunk.min(MAX_SPAN)), p.block)
+    shortened_spans(exp, scene, opts, per_thread, 1)
 }
 
 /// [`spans`] for derivative images with `wider`× more columns per intermediate: spans that
 /// many times shorter.
 pub(crate) fn derivative_spans(exp: &Experiment, scene: &Scene, opts: &RenderOptions, wider: usize) -> (Spans, usize) {
+    shortened_spans(exp, scene, opts, 8, wider)
+}
+
+/// The planned spans, `shorter`× shorter (at least one position, at most [`MAX_SPAN`]).
+fn shortened_spans(
+    exp: &Experiment,
+    scene: &Scene,
+    opts: &RenderOptions,
+    per_thread: usize,
+    shorter: usize,
+) -> (Spans, usize) {
     let active = exp.active_pixels();
-    let p = plan(exp, scene, active.rect().len(), opts, 8);
+    let p = plan(exp, scene, active.rect().len(), opts, per_thread);
     (
-        active.spans((p.pixels_per_chunk / wider.max(1)).clamp(1, MAX_SPAN)),
+        active.spans((p.pixels_per_chunk / shorter.max(1)).clamp(1, MAX_SPAN)),
         p.block,
     )
 }

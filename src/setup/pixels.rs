@@ -37,16 +37,11 @@ impl<'a> ActivePixels<'a> {
 
     /// All of them, in order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + 'a {
-        self.iter_from(0)
-    }
-
-    /// Those with index ≥ `start`, in order.
-    fn iter_from(&self, start: usize) -> impl Iterator<Item = usize> + 'a {
         let (fpixels, cols, mask) = (self.fpixels, self.cols.clone(), self.mask);
-        let first_row = self.rows.start.max(start / fpixels.max(1));
-        (first_row..self.rows.end)
+        self.rows
+            .clone()
             .flat_map(move |s| cols.clone().map(move |f| s * fpixels + f))
-            .filter(move |&i| i >= start && mask.is_none_or(|m| m[i] != 0))
+            .filter(move |&i| mask.is_none_or(|m| m[i] != 0))
     }
 
     /// Whether pixel `idx` (< fpixels·spixels) is one of them.
@@ -120,6 +115,17 @@ impl RoiRect {
                 piece
             })
         })
+    }
+
+    /// Write `values` (one per position of `span`, in order) into `image`, a detector image
+    /// (fast-major), as f32, a row segment at a time.
+    pub fn store(&self, image: &mut [f32], span: Span, values: impl IntoIterator<Item = f64>) {
+        let mut values = values.into_iter();
+        for (first, n) in self.segments(span) {
+            for (d, v) in image[first..first + n].iter_mut().zip(values.by_ref()) {
+                *d = v as f32;
+            }
+        }
     }
 
     /// The detector index `slow·fpixels + fast` of position `k` (< [`Self::len`]).
@@ -223,7 +229,13 @@ mod tests {
                 let span = spans.get(j);
                 let pieces: Vec<usize> = spans.rect.segments(span).flat_map(|(i, n)| i..i + n).collect();
                 let each: Vec<usize> = span.positions().map(|k| spans.rect.index(k)).collect();
-                prop_assert_eq!(pieces, each);
+                prop_assert_eq!(&pieces, &each);
+                let mut image = vec![-1.0f32; f * s];
+                spans.rect.store(&mut image, span, span.positions().map(|k| k as f64));
+                for (k, &i) in span.positions().zip(&each) {
+                    prop_assert_eq!(image[i], k as f32);
+                }
+                prop_assert_eq!(image.iter().filter(|&&v| v >= 0.0).count(), span.len);
             }
         }
     }
