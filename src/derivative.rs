@@ -18,6 +18,7 @@ use crate::config::SimConfig;
 use crate::drive::{drive, Chunk, Rendered, Workers};
 use crate::error::{Error, Result};
 use crate::params::Params;
+pub use crate::probe::{Probe, SceneTangents};
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
 use crate::setup::Experiment;
 use crate::simulate::{chunk_intensity_probed, derivative_spans, Image, RenderOptions};
@@ -42,40 +43,6 @@ pub fn find(name: &str) -> Result<&'static DerivativeSpec> {
 pub struct DerivativeImage {
     pub spec: DerivativeSpec,
     pub data: Vec<f32>,
-}
-
-/// Tangents of the scene values along n parameters, as the stages consume them.
-#[derive(Debug, Clone)]
-pub struct SceneTangents<B: Backend> {
-    /// `[3n, 3]`: row 3i + k is ∂(basis row k: f, s, o)/∂θ_i.
-    pub basis: Tensor<B, 2>,
-    /// `[n, 3]`: ∂pix0, ∂f, ∂s (m and m⁻⁰ per parameter unit).
-    pub pix0: Tensor<B, 2>,
-    pub fdet: Tensor<B, 2>,
-    pub sdet: Tensor<B, 2>,
-    /// `[n, 1]`: ∂distance, ∂close_distance (m).
-    pub distance: Tensor<B, 2>,
-    pub close_distance: Tensor<B, 2>,
-    /// `[3n, 1]`: row 3i + k is ∂o_k/∂θ_i.
-    pub odet: Tensor<B, 2>,
-    /// `[3n, 3C]` (row 3i + axis) and `[n, 3C]`: ∂coef, ∂offset.
-    pub coef: Tensor<B, 2>,
-    pub offset: Tensor<B, 2>,
-    /// `[n, 3]`, `[n, 9]`: ∂N, ∂(a*, b*, c*).
-    pub n_cells: Tensor<B, 2>,
-    pub recip: Tensor<B, 2>,
-    /// `[n, 1]`: ∂K, ∂default_F, ∂I_bg, ∂fluence.
-    pub kahn: Tensor<B, 2>,
-    pub default_f: Tensor<B, 2>,
-    pub i_bg: Tensor<B, 2>,
-    pub fluence: Tensor<B, 2>,
-}
-
-/// Per-pixel probes ε `[P, n]` (a zero leaf) along the scene tangents.
-#[derive(Debug, Clone)]
-pub struct Probe<B: Backend> {
-    pub epsilon: Tensor<B, 2>,
-    pub tangents: SceneTangents<B>,
 }
 
 /// Sizes of the scene's components in [`scene_vector`] order.

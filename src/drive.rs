@@ -8,11 +8,13 @@
 //! out-of-range point first, it is rendered again with nearest-neighbour lookup. Results reach
 //! the caller's `fold` only once they are final, in any order, each exactly once.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::setup::pixels::{Span, Spans};
-use crate::simulate::Progress;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+/// Progress callback: (pixels done, pixels in total).
+pub type Progress = std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 /// One unit of work: span `index` of the ROI, and whether to interpolate structure factors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +54,54 @@ pub fn drive<W, T: Send>(
     fold: impl FnMut(Chunk, T) + Send,
     progress: Option<&Progress>,
 ) -> Result<bool> {
+    let n = spans.len();
+    drive_with(spans, interpolate, init, work, fold, progress, |worker| match workers {
+        Workers::Caller => {
+            worker();
+            Ok(())
+        }
+        Workers::Pool(threads) => crate::workers::run(threads.clamp(1, n.max(1)), worker).map(drop),
+    })
+}
+
+/// [`drive`] on the caller's thread with work that cannot fail: nothing can, so it returns
+/// whether interpolation fell back, with no `Result` (the forward pass of
+/// [`crate::Simulator`]).
+pub fn drive_here<T: Send>(
+    spans: &Spans,
+    interpolate: bool,
+    work: impl Fn(Chunk) -> Rendered<T> + Sync,
+    fold: impl FnMut(Chunk, T) + Send,
+) -> bool {
+    let run = drive_with(
+        spans,
+        interpolate,
+        || (),
+        |_, chunk| Ok::<_, std::convert::Infallible>(work(chunk)),
+        fold,
+        None,
+        |worker| {
+            worker();
+            Ok(())
+        },
+    );
+    match run {
+        Ok(fell_back) => fell_back,
+        Err(never) => match never {},
+    }
+}
+
+/// The driver itself: `launch` runs the worker loop it is given (once, or on each thread of
+/// a pool); errors of type `E` come from `work` and `launch`.
+fn drive_with<W, T: Send, E: Send>(
+    spans: &Spans,
+    interpolate: bool,
+    init: impl Fn() -> W + Sync,
+    work: impl Fn(&mut W, Chunk) -> std::result::Result<Rendered<T>, E> + Sync,
+    fold: impl FnMut(Chunk, T) + Send,
+    progress: Option<&Progress>,
+    launch: impl FnOnce(&(dyn Fn() + Sync)) -> std::result::Result<(), E>,
+) -> std::result::Result<bool, E> {
     let n = spans.len();
     let state = Mutex::new(State {
         next: 0,
@@ -109,27 +159,22 @@ pub fn drive<W, T: Send>(
             }
         }
     };
-    match workers {
-        Workers::Caller => worker(),
-        Workers::Pool(threads) => {
-            crate::workers::run(threads.clamp(1, n.max(1)), worker)?;
-        }
-    }
+    launch(&worker)?;
     let s = state.into_inner().expect("no worker panicked");
     if let Some(e) = s.failure {
         return Err(e);
     }
-    if !s.pending.is_empty() || !s.redo.is_empty() || s.prefix != n {
-        return Err(Error::Engine {
-            engine: "chunk driver".into(),
-            message: "spans left unsettled".into(),
-        });
-    }
+    // every worker stops only when no span is left to start or redo, and a span's result is
+    // folded once every span before it is final: nothing can be left (property-tested below)
+    assert!(
+        s.pending.is_empty() && s.redo.is_empty() && s.prefix == n,
+        "the chunk driver left spans unsettled"
+    );
     Ok(s.first_out_of_range.is_some())
 }
 
 /// The driver's books, behind one lock.
-struct State<T, F> {
+struct State<T, F, E> {
     /// The next span never started.
     next: usize,
     /// Spans to render again without interpolation.
@@ -144,12 +189,12 @@ struct State<T, F> {
     earliest_known: usize,
     /// Interpolated results waiting for every span before them.
     pending: BTreeMap<usize, (Chunk, T)>,
-    failure: Option<Error>,
+    failure: Option<E>,
     positions_done: usize,
     fold: F,
 }
 
-impl<T, F: FnMut(Chunk, T)> State<T, F> {
+impl<T, F: FnMut(Chunk, T), E> State<T, F, E> {
     /// Book a result; returns the positions done so far when the span is new.
     fn complete(&mut self, chunk: Chunk, r: Rendered<T>) -> Option<usize> {
         let j = chunk.index;
@@ -201,6 +246,7 @@ impl<T, F: FnMut(Chunk, T)> State<T, F> {
 mod tests {
     use super::*;
     use crate::config::Roi;
+    use crate::error::Error;
     use crate::setup::pixels::ActivePixels;
     use proptest::prelude::*;
 

@@ -23,6 +23,7 @@ use crate::gradient::{image_vjp, ParamGradient};
 use crate::params::Params;
 use crate::setup::Experiment;
 use crate::simulate::{render, Image, RenderOptions};
+pub use crate::workers::tune_process;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
@@ -330,34 +331,6 @@ impl Engine {
             opts: self.options(opts),
         })
     }
-}
-
-/// Process-wide settings for the CPU engine, applied once (by [`crate::workers::run`]):
-///
-/// - **Allocator.** The CPU engine allocates a fresh buffer for nearly every tensor operation
-///   (a few hundred KiB each). glibc serves buffers above its mmap threshold (128 KiB at
-///   start) with fresh pages and trims freed heap memory back to the OS, so every operation
-///   paid page faults (about a fifth of a light render's CPU time, as system time). Raising
-///   both thresholds keeps freed buffers for reuse; peak memory is still bounded by the chunk
-///   budget.
-/// - **Matrix products.** matrixmultiply (under burn-ndarray) splits every product over a
-///   thread pool of its own. Our worker threads already keep the cores busy, and the products
-///   here are small (K = 1 or 3), so the hand-offs cost more than they gain (a fifth of a
-///   forward+backward pass): `MATMUL_NUM_THREADS` is set to 1 unless the user set it.
-pub fn tune_process() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: mallopt only changes allocator parameters; it is thread-safe in glibc.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
-        }
-        // read once, at matrixmultiply's first product; this runs before any render's first
-        if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
-            std::env::set_var("MATMUL_NUM_THREADS", "1");
-        }
-    });
 }
 
 /// `-fusion` from [`FUSION_ENV`]: `None` when unset or empty.

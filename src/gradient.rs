@@ -81,7 +81,7 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     opts: &RenderOptions,
     device: &B::Device,
 ) -> Result<Vjp> {
-    crate::engine::tune_process();
+    crate::workers::tune_process();
     let scene = Scene::new(exp);
     let (spans, block) = gradient_spans(exp, &scene, opts);
     let active = exp.active_pixels();

@@ -23,6 +23,7 @@ pub mod noise;
 pub mod output;
 pub mod params;
 pub mod physics;
+pub mod probe;
 pub mod refine;
 pub mod rng;
 pub mod scene;

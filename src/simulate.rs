@@ -7,7 +7,6 @@
 //! is split into blocks when needed, so memory is bounded by the budget, not by the number of
 //! sources, φ steps or mosaic domains.
 
-use crate::derivative::Probe;
 use crate::drive::{drive, Rendered, Workers};
 use crate::error::Result;
 use crate::physics::detector::{
@@ -15,21 +14,18 @@ use crate::physics::detector::{
     MAX_SPAN,
 };
 use crate::physics::lattice::lattice_factor;
-use crate::physics::lattice::LatticeTensors;
 use crate::physics::polarization::{kahn_factor, kahn_factor_tensor};
 use crate::physics::scattering::{cos_two_theta, miller_indices, stol};
 use crate::physics::structure_factor::{nearest, tricubic, tricubic_out_of_range};
 use crate::physics::vectors::SampleVectors;
 use crate::physics::{rows_for_autodiff, scale_column};
+use crate::probe::{probe_outer, probe_term, probed_scene, Probe};
 use crate::scene::{block_columns, to_host, Scene, SceneTensors};
+use crate::setup::resources::BYTES_PER_ELEMENT;
 use crate::setup::Spans;
 use crate::setup::{Experiment, Span, R_E_SQR};
 use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, TensorData};
-use std::sync::Arc;
 
-/// Bytes assumed per element of a `[samples, orientations]` intermediate, summed over the
-/// tensors alive at once (conservative, f64).
-pub(crate) const BYTES_PER_ELEMENT: usize = 8 * 24;
 /// Elements per `[samples, orientations]` intermediate aimed for (cache-sized).
 const CACHE_ELEMENTS: usize = 1 << 15;
 /// Chunk cap of forward+backward passes (see [`gradient_chunking`]; measured in
@@ -38,8 +34,7 @@ const GRADIENT_ELEMENTS: usize = 1 << 17;
 /// Default memory budget for intermediates (bytes).
 pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
 
-/// Progress callback: (pixels done, pixels in total).
-pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
+pub use crate::drive::Progress;
 
 /// How to run a render.
 #[derive(Clone)]
@@ -303,50 +298,6 @@ pub fn chunk_intensity<B: Backend>(
     device: &B::Device,
 ) -> ChunkIntensity<B> {
     chunk_intensity_probed(exp, scene, st, span, tri, block, device, None)
-}
-
-/// `[R, n]·[n, k]` plus `[R, 3n]·[3n, k]` style probe terms: ε `[R, n]` times tangents
-/// `[n, k]`.
-fn probe_term<B: Backend>(eps: &Tensor<B, 2>, tangent: &Tensor<B, 2>) -> Tensor<B, 2> {
-    eps.clone().matmul(tangent.clone())
-}
-
-/// ε ⊗ x: `[R, n]` and `[R, 3]` → `[R, 3n]` (column 3i + k = ε_i·x_k), to pair with tangents
-/// of 3-vectors laid out `[3n, ·]`.
-fn probe_outer<B: Backend>(eps: &Tensor<B, 2>, x: &Tensor<B, 2>) -> Tensor<B, 2> {
-    let [r, n] = eps.dims();
-    (eps.clone().unsqueeze_dim::<3>(2) * x.clone().unsqueeze_dim::<3>(1)).reshape([r, 3 * n])
-}
-
-/// The scene with the values that broadcast over rows moved along the probe's tangents:
-/// per sample row (`eps_row` `[R, n]`) for the detector vectors, distances, N, a*, K and
-/// default_F; per pixel (`ε` `[P, n]`) for the fluence and I_bg.
-fn probed_scene<B: Backend>(st: &SceneTensors<B>, probe: &Probe<B>, eps_row: &Tensor<B, 2>) -> SceneTensors<B> {
-    let t = &probe.tangents;
-    let row = |x: &Tensor<B, 2>, tangent: &Tensor<B, 2>| x.clone() + probe_term(eps_row, tangent);
-    let default_f = st.default_f.as_ref().map(|f| row(f, &t.default_f));
-    SceneTensors {
-        fdet: row(&st.fdet, &t.fdet),
-        sdet: row(&st.sdet, &t.sdet),
-        distance: row(&st.distance, &t.distance),
-        close_distance: row(&st.close_distance, &t.close_distance),
-        fluence: st.fluence.clone() + probe_term(&probe.epsilon, &t.fluence),
-        i_bg: st
-            .i_bg
-            .as_ref()
-            .map(|x| x.clone() + probe_term(&probe.epsilon, &t.i_bg)),
-        kahn: st.kahn.as_ref().map(|k| row(k, &t.kahn)),
-        hkl: st.hkl.as_ref().map(|g| crate::physics::structure_factor::HklTensor {
-            default_f_tensor: default_f.clone(),
-            ..g.clone()
-        }),
-        default_f,
-        lattice: st.lattice.as_ref().map(|l| LatticeTensors {
-            n: row(&l.n, &t.n_cells),
-            recip: row(&l.recip, &t.recip),
-        }),
-        ..st.clone()
-    }
 }
 
 /// [`chunk_intensity`] with optional derivative probes (see [`crate::derivative`]): the scene

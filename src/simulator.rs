@@ -25,7 +25,7 @@
 
 use crate::cli::{parse_args, Parsed};
 use crate::config::SimConfig;
-use crate::drive::{drive, Rendered, Workers};
+use crate::drive::{drive_here, Rendered};
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::scene::{Scene, SceneTensors};
@@ -129,25 +129,18 @@ impl<B: Backend> Simulator<B> {
         // one span after another on the caller's thread, each left on the device and on the
         // caller's graph; C's interpolation rule as everywhere (crate::drive)
         let mut parts: Vec<Option<Tensor<B, 1>>> = (0..spans.len()).map(|_| None).collect();
-        let rendered = drive(
+        drive_here(
             &spans,
-            Workers::Caller,
             exp.structure_factors.interpolate,
-            || (),
-            |_, chunk| {
+            |chunk| {
                 let out = chunk_intensity(exp, &host, &scene, chunk.span, chunk.tricubic, block, &device);
-                Ok(Rendered {
+                Rendered {
                     value: out.intensity.reshape([chunk.span.len]),
                     out_of_range: out.out_of_range,
-                })
+                }
             },
             |chunk, values| parts[chunk.index] = Some(values),
-            None,
         );
-        match rendered {
-            Ok(_) => assemble(exp, parts.into_iter().flatten().collect(), &device),
-            // the work above returns no error of its own
-            Err(e) => unreachable!("rendering spans failed: {e}"),
-        }
+        assemble(exp, parts.into_iter().flatten().collect(), &device)
     }
 }

@@ -99,10 +99,26 @@ pub fn project_minus<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>, row: Tensor<B
     project(a, b) - rows_for_autodiff(row, r)
 }
 
-/// Whether `B` computes small matrix products directly on the host (burn-ndarray, with or
-/// without autodiff), rather than through autotuned GPU kernels.
+/// Where a backend keeps its tensors, which decides how it is best driven: host-memory
+/// backends (burn-ndarray, with or without autodiff) take small matrix products directly and
+/// are read back span by span; the others (wgpu) get fusable element-wise forms and keep
+/// results on their device.
+///
+/// Every backend has it: the answer follows from the backend's device type (a burn-ndarray
+/// device is the host), so it needs no bound beyond `Backend` and no type-name matching.
+pub trait Placement: Backend {
+    /// Whether this backend's tensors are host memory.
+    fn tensors_on_host() -> bool {
+        std::any::TypeId::of::<Self::Device>() == std::any::TypeId::of::<burn::backend::ndarray::NdArrayDevice>()
+    }
+}
+
+impl<B: Backend> Placement for B {}
+
+/// Whether `B` computes small matrix products directly on the host rather than through
+/// autotuned GPU kernels (see [`Placement`]).
 pub fn matmul_is_cheap<B: Backend>() -> bool {
-    std::any::type_name::<B>().contains("burn_ndarray")
+    B::tensors_on_host()
 }
 
 /// Row-wise cross product of `[N, 3]` (or `[1, 3]`) tensors, broadcasting rows.
@@ -131,4 +147,26 @@ pub fn rotate_about<B: Backend>(v: Tensor<B, 2>, k: Tensor<B, 2>, theta: Tensor<
     let kv = dot_rows(k.clone(), v.clone());
     let kxv = cross_rows(&k, &v);
     v * c.clone() + kxv * s + k * (kv * (c.neg() + 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Placement;
+    use burn::backend::ndarray::NdArray;
+    use burn::backend::Autodiff;
+
+    /// burn-ndarray keeps tensors in host memory, with or without autodiff and in either float
+    /// type; wgpu does not (no adapter is needed to ask).
+    #[test]
+    fn placement_follows_the_device() {
+        assert!(NdArray::<f64>::tensors_on_host());
+        assert!(NdArray::<f32>::tensors_on_host());
+        assert!(Autodiff::<NdArray<f64>>::tensors_on_host());
+        #[cfg(feature = "gpu")]
+        {
+            assert!(!crate::engine::WgpuFused::tensors_on_host());
+            assert!(!crate::engine::WgpuUnfused::tensors_on_host());
+            assert!(!Autodiff::<crate::engine::WgpuFused>::tensors_on_host());
+        }
+    }
 }

@@ -15,6 +15,10 @@ use crate::error::{Error, Result};
 use crate::geometry::Mat3;
 use crate::setup::Source;
 
+/// Bytes assumed per element of a `[samples, orientations]` intermediate, summed over the
+/// tensors alive at once (conservative, f64).
+pub(crate) const BYTES_PER_ELEMENT: usize = 8 * 24;
+
 /// Bytes per detector pixel alive at once: the f32 image plus one encoded output copy or the
 /// u32 list of rendered pixels.
 const PIXEL_BYTES: usize = 8;
@@ -180,7 +184,7 @@ fn terms(d: &Demand) -> Vec<Term> {
         ),
         bytes: samples
             .zip(width)
-            .and_then(|(s, w)| mul(&[s, w, crate::simulate::BYTES_PER_ELEMENT, d.threads])),
+            .and_then(|(s, w)| mul(&[s, w, BYTES_PER_ELEMENT, d.threads])),
     });
     out.push(Term {
         flag: "-detpixels",
