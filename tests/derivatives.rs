@@ -9,8 +9,7 @@ use common::f64_device as dev;
 use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
-use nanobragg::cli::{parse_args, Parsed};
-use nanobragg::config::{HklSource, SimConfig};
+use nanobragg::config::SimConfig;
 use nanobragg::derivative::derivative_images;
 use nanobragg::params::Params;
 use nanobragg::scene::Scene;
@@ -101,12 +100,7 @@ fn configure(flags: &Flags, extra: &[&str]) -> (SimConfig, Experiment) {
         args.extend(values.iter().map(|v| format!("{v:e}")));
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    let Parsed::Run(mut cfg, _) = parse_args(&args).unwrap() else {
-        panic!("not a run")
-    };
-    cfg.crystal.hkl = HklSource::None;
-    let exp = Experiment::new(&cfg).unwrap();
-    (*cfg, exp)
+    common::experiment(&args, None)
 }
 
 /// The float image with `name`'s flag moved by `delta` (flag units).

@@ -3,6 +3,7 @@
 //! against central finite differences. f64 only (NdArray<f64> and its autodiff wrapper).
 
 mod common;
+use common::host;
 
 use common::f64_device as dev;
 use common::uniform;
@@ -29,10 +30,6 @@ const CONVENTIONS: [Convention; 6] = [
 
 fn t1<K: Backend<Device = NdArrayDevice>>(v: &[f64]) -> Tensor<K, 1> {
     Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]), &dev())
-}
-
-fn host<K: Backend, const D: usize>(t: Tensor<K, D>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec::<f64>().unwrap()
 }
 
 /// A CUSTOM basis: MOSFLM's rotated at random, the normal sometimes left out or given

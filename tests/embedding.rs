@@ -8,6 +8,7 @@
 //! (another process, another driver), C's golden image, and central finite differences.
 
 mod common;
+use common::host;
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
@@ -34,10 +35,6 @@ fn args(flags: &str) -> Vec<&str> {
 
 fn cpu() -> NdArrayDevice {
     common::f64_device()
-}
-
-fn host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec::<f64>().unwrap()
 }
 
 /// The binary's `-floatfile` for `flags`, as f32, fast-major.

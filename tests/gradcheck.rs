@@ -6,12 +6,12 @@
 mod common;
 
 use common::f64_device as dev;
+use common::host;
 
 use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
-use nanobragg::cli::{parse_args, Parsed};
-use nanobragg::config::{HklSource, SimConfig};
+use nanobragg::config::SimConfig;
 use nanobragg::gradient::{image_vjp, ParamGradient};
 use nanobragg::params::Params;
 use nanobragg::scene::Scene;
@@ -28,19 +28,6 @@ const BASE: &str = "-cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -d
     -pixel 0.4 -detpixels 24 -detector_rotx 2 -detector_roty 1 -twotheta 3 -mosaic 0.5 -mosaic_dom 3 \
     -phi 5 -osc 2 -phisteps 2 -polar 0.8 -oversample 1";
 
-fn setup(args: &str, hkl: Option<&std::path::Path>) -> (SimConfig, Experiment) {
-    let args: Vec<&str> = args.split_whitespace().collect();
-    let Parsed::Run(mut cfg, _) = parse_args(&args).unwrap() else {
-        panic!("not a run")
-    };
-    cfg.crystal.hkl = match hkl {
-        Some(p) => HklSource::File(p.to_path_buf()),
-        None => HklSource::None,
-    };
-    let exp = Experiment::new(&cfg).unwrap();
-    (*cfg, exp)
-}
-
 /// An HKL table over −8…8 on every axis with smooth, non-constant F.
 fn hkl_file() -> tempfile::NamedTempFile {
     let mut f = tempfile::NamedTempFile::new().unwrap();
@@ -54,10 +41,6 @@ fn hkl_file() -> tempfile::NamedTempFile {
     }
     f.flush().unwrap();
     f
-}
-
-fn host(t: Tensor<B, 1>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec::<f64>().unwrap()
 }
 
 /// `params` with component `i` of `name` moved by `delta`.
@@ -103,7 +86,7 @@ fn autodiff(cfg: &SimConfig, exp: &Experiment, w: &[f32]) -> Vec<ParamGradient> 
 /// Compare every component (for the F grid: the `max_grid` with the largest gradients) with
 /// central differences. Returns the names checked.
 fn gradcheck(args: &str, hkl: Option<&std::path::Path>, max_grid: usize) -> Vec<&'static str> {
-    let (cfg, exp) = setup(args, hkl);
+    let (cfg, exp) = common::experiment(&args.split_whitespace().collect::<Vec<_>>(), hkl);
     let params = Params::<B>::new(&cfg, &exp, &dev());
     let w = weights(exp.detector.pixels());
     let loss0 = weighted_sum(&cfg, &exp, &params, &w);
@@ -201,7 +184,7 @@ fn curved_detector() {
 #[test]
 fn unused_parameters_have_exactly_zero_gradient() {
     // no polarization, no water, one wavelength, XDS beam centre from ORGX/ORGY
-    let (cfg, exp) = setup(&format!("{BASE} -default_F 100 -nopolar -xds -ORGX 10 -ORGY 14"), None);
+    let (cfg, exp) = common::setup(&format!("{BASE} -default_F 100 -nopolar -xds -ORGX 10 -ORGY 14"));
     let grads = autodiff(&cfg, &exp, &weights(exp.detector.pixels()));
     let get = |name: &str| grads.iter().find(|g| g.name == name).unwrap().values.clone();
     for name in ["polarization", "water_size", "dispersion", "beam_center"] {
@@ -225,7 +208,7 @@ fn finite_at_the_beam_centre_integer_hkl_single_cells_and_zero_spreads() {
             "-default_F 100 -cell 100 100 100 90 90 90 -lambda 1 -Na 1 -Nb 3 -Nc 5 -distance 100 \
              -pixel 0.1 -detpixels 21 -mosaic 0 -dispersion 0 -polar 0.5 -oversample 1{shape}"
         );
-        let (cfg, exp) = setup(&args, None);
+        let (cfg, exp) = common::setup(&args);
         let w = weights(exp.detector.pixels());
         let params = Params::<B>::new(&cfg, &exp, &dev());
         let value = weighted_sum(&cfg, &exp, &params, &w);

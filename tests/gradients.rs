@@ -2,28 +2,18 @@
 //! checks themselves are in `gradcheck.rs`).
 
 mod common;
+use common::setup;
 
 use common::f64_device as dev;
 
 use burn::backend::ndarray::NdArray;
-use nanobragg::cli::{parse_args, Parsed};
-use nanobragg::config::{HklSource, SimConfig};
+use nanobragg::config::SimConfig;
 use nanobragg::params::Params;
 use nanobragg::scene::Scene;
 use nanobragg::setup::Experiment;
 use nanobragg::simulate::{render, render_scene, RenderOptions};
 
 type B = NdArray<f64>;
-
-fn setup(args: &str) -> (SimConfig, Experiment) {
-    let args: Vec<&str> = args.split_whitespace().collect();
-    let Parsed::Run(mut cfg, _) = parse_args(&args).unwrap() else {
-        panic!()
-    };
-    cfg.crystal.hkl = HklSource::None;
-    let exp = Experiment::new(&cfg).unwrap();
-    (*cfg, exp)
-}
 
 /// A triclinic, misset, mosaic crystal on a rotated detector with polarization.
 const CONFIG: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -distance 80 \
@@ -75,7 +65,7 @@ fn interpolation_falls_back_alike_in_render_vjp_and_derivatives() {
     use burn::backend::Autodiff;
     use nanobragg::derivative::derivative_images;
     use nanobragg::gradient::image_vjp;
-    use nanobragg::setup::{load_structure_factors, Span};
+    use nanobragg::setup::Span;
     use nanobragg::simulate::chunk_intensity;
     type Ad = Autodiff<B>;
 
@@ -95,11 +85,7 @@ fn interpolation_falls_back_alike_in_render_vjp_and_derivatives() {
          -interpolate -oversample 1",
         hkl.display()
     );
-    let args: Vec<&str> = args.split_whitespace().collect();
-    let Parsed::Run(cfg, _) = parse_args(&args).unwrap() else {
-        panic!()
-    };
-    let exp = Experiment::with_structure_factors(&cfg, load_structure_factors(&cfg).unwrap()).unwrap();
+    let (cfg, exp) = common::experiment(&args.split_whitespace().collect::<Vec<_>>(), Some(&hkl));
     assert!(exp.structure_factors.interpolate);
 
     let scene = Scene::new(&exp);

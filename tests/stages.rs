@@ -2,6 +2,7 @@
 //! independently on the host, or against an analytic limit.
 
 mod common;
+use common::host;
 
 use common::f64_device as dev;
 use common::uniform;
@@ -23,10 +24,6 @@ type B = NdArray<f64>;
 
 fn t2(v: Vec<f64>, shape: [usize; 2]) -> Tensor<B, 2> {
     Tensor::from_data(TensorData::new(v, shape), &dev())
-}
-
-fn host(t: Tensor<B, 2>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec::<f64>().unwrap()
 }
 
 fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {

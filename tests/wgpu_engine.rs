@@ -6,10 +6,10 @@
 //! when there is none, unless `NANOBRAGG_REQUIRE_WGPU=1`.
 
 mod common;
+use common::setup;
 
 use burn::tensor::backend::Backend;
-use nanobragg::cli::{parse_args, Parsed};
-use nanobragg::config::{HklSource, SimConfig};
+use nanobragg::config::SimConfig;
 use nanobragg::engine::{BackendTask, Engine, Precision};
 use nanobragg::params::Params;
 use nanobragg::scene::to_host;
@@ -26,16 +26,6 @@ const CONFIG: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -l
 const CPU: Engine = Engine::Cpu {
     precision: Precision::F64,
 };
-
-fn setup(args: &str) -> (SimConfig, Experiment) {
-    let args: Vec<&str> = args.split_whitespace().collect();
-    let Parsed::Run(mut cfg, _) = parse_args(&args).unwrap() else {
-        panic!()
-    };
-    cfg.crystal.hkl = HklSource::None;
-    let exp = Experiment::new(&cfg).unwrap();
-    (*cfg, exp)
-}
 
 /// Gradients of a weighted image sum on wgpu agree with the CPU f64 ones: per component,
 /// |Δ| ≤ 2e-3·|g_cpu| + 1e-4·max|g_cpu| over that parameter's components. f32 carries ~1e-7

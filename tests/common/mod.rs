@@ -116,6 +116,34 @@ pub fn f64_device() -> burn::backend::ndarray::NdArrayDevice {
     d
 }
 
+/// A tensor's values on the host, as f64 (any backend, any rank).
+pub fn host<B: burn::tensor::backend::Backend, const D: usize>(t: burn::tensor::Tensor<B, D>) -> Vec<f64> {
+    t.into_data().convert::<f64>().to_vec::<f64>().expect("a float tensor")
+}
+
+/// The configuration and resolved experiment of C-style flags (`args`), with the structure
+/// factors taken from `hkl` (a file) or, when `None`, from `-default_F` alone whatever the
+/// flags say.
+pub fn experiment<S: AsRef<str>>(
+    args: &[S],
+    hkl: Option<&std::path::Path>,
+) -> (nanobragg::SimConfig, nanobragg::Experiment) {
+    use nanobragg::cli::{parse_args, Parsed};
+    use nanobragg::config::HklSource;
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    let Parsed::Run(mut cfg, _) = parse_args(&args).expect("valid flags") else {
+        panic!("the flags ask for no run: {args:?}")
+    };
+    cfg.crystal.hkl = hkl.map_or(HklSource::None, |p| HklSource::File(p.to_path_buf()));
+    let exp = nanobragg::Experiment::new(&cfg).expect("a valid experiment");
+    (*cfg, exp)
+}
+
+/// [`experiment`] of flags in one string, without an HKL file.
+pub fn setup(flags: &str) -> (nanobragg::SimConfig, nanobragg::Experiment) {
+    experiment(&flags.split_whitespace().collect::<Vec<_>>(), None)
+}
+
 /// Deterministic pseudo-random numbers in [lo, hi) (a 64-bit LCG; no external generator).
 pub fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
     let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
