@@ -263,6 +263,7 @@ pub fn derivative_images<AB: AutodiffBackend>(
         data,
         omega_sum: omegas.iter().sum(),
         interpolation_fell_back: fell_back,
+        statistics: None,
     };
     let derivatives = specs
         .iter()

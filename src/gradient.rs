@@ -143,6 +143,7 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         data: vec![0.0f32; det.pixels()],
         omega_sum: 0.0,
         interpolation_fell_back: false,
+        statistics: None,
     };
     let mut loss = 0.0;
     let mut scene_grad: Vec<Vec<f64>> = values.iter().map(|t| vec![0.0; t.dims()[0]]).collect();

@@ -1,10 +1,13 @@
 //! Image products the C program derives from the float image: statistics, the integer SMV
 //! image, the Poisson noise image and the PGM preview (physics reference §14, §17).
 
+use crate::error::{Error, Result};
 use crate::io::smv::SmvFields;
 use crate::noise::PoissonNoise;
+use crate::scene::to_host;
 use crate::setup::{ActivePixels, Experiment};
 use crate::simulate::Image;
+use burn::tensor::{backend::Backend, Int, Tensor};
 
 /// The statistics C prints after rendering.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +66,112 @@ impl Statistics {
             rmsd,
             rendered: n,
         }
+    }
+
+    /// The statistics of an image rendered with the engine's device: those it reduced there
+    /// ([`Image::statistics`]), else [`Statistics::new`] over the host copy.
+    pub fn of(exp: &Experiment, image: &Image) -> Self {
+        image.statistics.clone().unwrap_or_else(|| Self::new(exp, image))
+    }
+
+    /// The same statistics reduced on the image's device: `image` `[spixels, fpixels]`
+    /// (photons, 0 outside the ROI and in masked pixels, as rendered); two readbacks of a few
+    /// scalars, never the image. Sums run in the backend's float type (f32 on wgpu); the
+    /// maximum and its position are exact (the first in C's loop order among equal values).
+    pub fn of_tensor<B: Backend>(exp: &Experiment, image: Tensor<B, 2>) -> Result<Self> {
+        let rect = exp.active_pixels().rect();
+        let m = rect.len();
+        // rendered pixels: the ROI less the mask (masked ones are 0 in the image)
+        let rendered = exp
+            .rendered_positions()
+            .map_or(m, |mask| mask.iter().filter(|&&r| r > 0.0).count());
+        if m == 0 {
+            return Ok(Self {
+                max_i: 0.0,
+                max_at: (0.0, 0.0),
+                mean: 0.0,
+                rms: 0.0,
+                rmsd: 0.0,
+                rendered,
+            });
+        }
+        let device = image.device();
+        // the ROI (masked pixels included, as 0) row by row: C's loop order
+        let roi = image.slice([rect.rows.clone(), rect.cols.clone()]).reshape([m]);
+        let max = roi.clone().max();
+        // the first position holding the maximum
+        let at_max = roi.clone().equal(max.clone().expand([m]));
+        let positions = Tensor::<B, 1, Int>::arange(0..m as i64, &device);
+        let first = positions.mask_fill(at_max.bool_not(), m as i64).min();
+        // Σv, Σv² and Σ(v − c)² about a shift c near the mean, summed pairwise on the device
+        // and finished in f64 here: C sums in double, and f32 sums carried in one kernel lose
+        // digits C prints
+        let shift = roi.clone().sum() / rendered.max(1) as f64;
+        let terms = Tensor::stack::<2>(
+            vec![
+                roi.clone(),
+                roi.clone().powi_scalar(2),
+                (roi - shift.clone().expand([m])).powi_scalar(2),
+            ],
+            0,
+        );
+        let partials = pairwise_partials(terms, PARTIALS);
+        let columns = partials.dims()[1];
+        let values = to_host(Tensor::cat(vec![partials.reshape([3 * columns]), max, shift], 0))?;
+        let total = |k: usize| values[k * columns..(k + 1) * columns].iter().sum::<f64>();
+        let (sum, sumsq, about_shift) = (total(0), total(1), total(2));
+        let (max, c) = (values[3 * columns], values[3 * columns + 1]);
+        let mean = sum / rendered.max(1) as f64;
+        // Σ(v − mean)² over the ROI from the sums about c (C: about the mean of rendered pixels)
+        let d = mean - c;
+        let deviation = (about_shift - 2.0 * d * (sum - m as f64 * c) + m as f64 * d * d).max(0.0);
+        let first = first
+            .into_data()
+            .convert::<i64>()
+            .to_vec::<i64>()
+            .map_err(|e| Error::Engine {
+                engine: "statistics".into(),
+                message: format!("reading back the maximum's position: {e:?}"),
+            })?[0] as usize;
+        let os = exp.oversample;
+        let sub = exp.detector.pixel_size / os as f64;
+        let last = |p: usize| sub * (p * os + os - 1) as f64 + sub / 2.0;
+        // C's running maximum starts at 0 and moves only on a larger value
+        let (max_i, max_at) = if max > 0.0 {
+            let (row, col) = (first / rect.cols.len(), first % rect.cols.len());
+            (max, (last(rect.cols.start + col), last(rect.rows.start + row)))
+        } else {
+            (0.0, (0.0, 0.0))
+        };
+        Ok(Self {
+            max_i,
+            max_at,
+            mean,
+            rms: (sumsq / (rendered.max(2) - 1) as f64).sqrt(),
+            rmsd: (deviation / (m.max(2) - 1) as f64).sqrt(),
+            rendered,
+        })
+    }
+}
+
+/// Partial sums left for the host by [`pairwise_partials`].
+const PARTIALS: usize = 1024;
+
+/// Sums along dim 1 of `[k, n]` down to `[k, ≤ target]` partial sums by pairwise halving (the
+/// two halves added, a zero column padding an odd count): every partial sum adds its terms in
+/// a balanced tree, so its rounding error grows with log₂ n, not n.
+fn pairwise_partials<B: Backend>(mut t: Tensor<B, 2>, target: usize) -> Tensor<B, 2> {
+    loop {
+        let [k, n] = t.dims();
+        if n <= target.max(1) {
+            return t;
+        }
+        if n % 2 == 1 {
+            let zeros = Tensor::zeros([k, 1], &t.device());
+            t = Tensor::cat(vec![t, zeros], 1);
+        }
+        let half = n.div_ceil(2);
+        t = t.clone().slice([0..k, 0..half]) + t.slice([0..k, half..2 * half]);
     }
 }
 
@@ -253,6 +362,7 @@ mod tests {
             data,
             omega_sum: 0.0,
             interpolation_fell_back: false,
+            statistics: None,
         }
     }
 

@@ -88,6 +88,10 @@ pub struct Image {
     pub omega_sum: f64,
     /// Whether tricubic interpolation fell back to nearest neighbour (C's warning).
     pub interpolation_fell_back: bool,
+    /// The statistics C prints, when the engine reduced them on its device (the engines that
+    /// assemble the image there); `None`: computed from `data` on the host
+    /// ([`crate::output::Statistics::of`]).
+    pub statistics: Option<crate::output::Statistics>,
 }
 
 /// How chunks and orientation blocks are sized.
@@ -184,15 +188,15 @@ pub fn render_scene<B: Backend>(
         opts.progress.as_ref(),
     )?;
     let mut omega_sum = omegas.iter().sum();
+    let mut statistics = None;
     if on_device {
         let (values, omegas): (Vec<_>, Vec<_>) = parts.into_iter().flatten().unzip();
         if !omegas.is_empty() {
             omega_sum = scalar(Tensor::cat(omegas, 0));
         }
-        data = to_host(assemble(exp, values, device))?
-            .into_iter()
-            .map(|v| v as f32)
-            .collect();
+        let image = assemble(exp, values, device);
+        statistics = Some(crate::output::Statistics::of_tensor(exp, image.clone())?);
+        data = to_host(image)?.into_iter().map(|v| v as f32).collect();
     }
     Ok(Image {
         fpixels: d.fpixels,
@@ -200,6 +204,7 @@ pub fn render_scene<B: Backend>(
         data,
         omega_sum,
         interpolation_fell_back: fell_back,
+        statistics,
     })
 }
 

@@ -27,6 +27,7 @@ use crate::cli::{parse_args, Parsed};
 use crate::config::SimConfig;
 use crate::drive::{drive_here, Rendered};
 use crate::error::{Error, Result};
+use crate::output::Statistics;
 use crate::params::Params;
 use crate::scene::{Scene, SceneTensors};
 use crate::setup::{load_structure_factors, Experiment};
@@ -115,6 +116,12 @@ impl<B: Backend> Simulator<B> {
     /// (up to the backend's precision).
     pub fn forward(&self) -> Tensor<B, 2> {
         self.forward_with(&self.params)
+    }
+
+    /// The statistics C prints (max and its position, mean, rms, rmsd) of an image from
+    /// [`Simulator::forward`], reduced on its device: a few scalars are read back, not the image.
+    pub fn statistics(&self, image: Tensor<B, 2>) -> Result<Statistics> {
+        Statistics::of_tensor(&self.setup.exp, image.detach())
     }
 
     /// The image at `params`, tensors the caller may have computed (e.g. with

@@ -62,6 +62,7 @@ fn forward_matches_cli<B: Backend>(device: &B::Device, tol: f64, label: &str) {
         let image = sim.forward();
         let exp = &sim.setup().exp;
         assert_eq!(image.dims(), [exp.detector.spixels, exp.detector.fpixels], "{label}");
+        let stats = sim.statistics(image.clone()).unwrap();
         let got = host(image);
         let want = cli_float_image(flags);
         let max = want.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64;
@@ -73,6 +74,12 @@ fn forward_matches_cli<B: Backend>(device: &B::Device, tol: f64, label: &str) {
             .fold(0.0, f64::max)
             / max;
         println!("{label}: forward vs -floatfile max |Δ|/max = {worst:.1e}");
+        // the statistics reduced on the device: the maximum is the binary's
+        assert!(
+            (stats.max_i - max).abs() <= tol * max,
+            "{label}: statistics' max_I {} against the float image's {max}",
+            stats.max_i
+        );
         assert!(
             worst <= tol,
             "{label} ({flags}): forward differs from -floatfile by {worst:.1e} of the maximum"

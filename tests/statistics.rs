@@ -1,9 +1,13 @@
 //! The statistics the binary prints (solid angle, max_I and where, mean, rms, rmsd, int-file
 //! scale) against the lines the C program printed for every golden case (its `.log` files,
-//! `%g` with 6 significant digits).
+//! `%g` with 6 significant digits), both as reduced on the host from the float image and as
+//! reduced on a device from the image tensor (`Statistics::of_tensor`, what the engines that
+//! keep the image on their device print).
 
 mod common;
 
+use burn::backend::ndarray::NdArray;
+use burn::tensor::{Tensor, TensorData};
 use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::HklSource;
 use nanobragg::engine::Engine;
@@ -31,6 +35,8 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn printed_statistics_match_c() {
     let Some(dir) = common::golden_dir() else { return };
+    // f64 on the CPU device before the engine's first render (which keeps it)
+    let cpu = common::f64_device();
     let text = std::fs::read_to_string(dir.join("cases.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     let logs: Vec<String> = json["cases"]
@@ -48,31 +54,37 @@ fn printed_statistics_match_c() {
         }
         let exp = Experiment::new(&cfg).unwrap();
         let image = Engine::default().render(&exp, &RenderOptions::default()).unwrap();
-        let stats = Statistics::new(&exp, &image);
-        let name = &case.name;
+        let host = Statistics::new(&exp, &image);
+        let values: Vec<f64> = image.data.iter().map(|&v| f64::from(v)).collect();
+        let tensor =
+            Tensor::<NdArray<f64>, 2>::from_data(TensorData::new(values, [image.spixels, image.fpixels]), &cpu);
+        let device = Statistics::of_tensor(&exp, tensor).unwrap();
+        for (stats, how) in [(host, "host"), (device, "device")] {
+            let name = &format!("{} ({how})", case.name);
 
-        let sr = numbers_after(log, "solid angle subtended by detector =")[0];
-        assert!(close(image.omega_sum / exp.steps as f64, sr), "{name}: solid angle");
-        let max = numbers_after(log, "max_I =");
-        assert!(
-            close(stats.max_i, max[0]),
-            "{name}: max_I {} vs {}",
-            stats.max_i,
-            max[0]
-        );
-        assert!(
-            close(stats.max_at.0, max[1]) && close(stats.max_at.1, max[2]),
-            "{name}: max_I position"
-        );
-        let m = numbers_after(log, "mean=");
-        // "mean= M rms= R rmsd= D": the numbers in order
-        assert!(close(stats.mean, m[0]), "{name}: mean {} vs {}", stats.mean, m[0]);
-        assert!(close(stats.rms, m[1]), "{name}: rms");
-        assert!(close(stats.rmsd, m[2]), "{name}: rmsd {} vs {}", stats.rmsd, m[2]);
-        let scale = numbers_after(log, "intfile_scale =")[0];
-        assert!(
-            close(int_scale(cfg.output.scale, &stats), scale),
-            "{name}: intfile_scale"
-        );
+            let sr = numbers_after(log, "solid angle subtended by detector =")[0];
+            assert!(close(image.omega_sum / exp.steps as f64, sr), "{name}: solid angle");
+            let max = numbers_after(log, "max_I =");
+            assert!(
+                close(stats.max_i, max[0]),
+                "{name}: max_I {} vs {}",
+                stats.max_i,
+                max[0]
+            );
+            assert!(
+                close(stats.max_at.0, max[1]) && close(stats.max_at.1, max[2]),
+                "{name}: max_I position"
+            );
+            let m = numbers_after(log, "mean=");
+            // "mean= M rms= R rmsd= D": the numbers in order
+            assert!(close(stats.mean, m[0]), "{name}: mean {} vs {}", stats.mean, m[0]);
+            assert!(close(stats.rms, m[1]), "{name}: rms");
+            assert!(close(stats.rmsd, m[2]), "{name}: rmsd {} vs {}", stats.rmsd, m[2]);
+            let scale = numbers_after(log, "intfile_scale =")[0];
+            assert!(
+                close(int_scale(cfg.output.scale, &stats), scale),
+                "{name}: intfile_scale"
+            );
+        }
     }
 }

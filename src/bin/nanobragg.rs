@@ -213,7 +213,7 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out
         g(sr),
         g(100.0 * sr / 4.0 / std::f64::consts::PI)
     )?;
-    let stats = Statistics::new(exp, image);
+    let stats = Statistics::of(exp, image);
     write_float_image(&out.floatfile, &image.data)?;
     writeln!(
         con,

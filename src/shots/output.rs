@@ -60,7 +60,7 @@ pub fn write_shot(
     image: &Image,
 ) -> Result<(Vec<(&'static str, PathBuf)>, Value)> {
     let files = output_files(prefix, index, out);
-    let stats = Statistics::new(exp, image);
+    let stats = Statistics::of(exp, image);
     let scale = int_scale(out.scale, &stats);
     let fields = smv_fields(exp);
     let mut extra = serde_json::Map::new();
