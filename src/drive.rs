@@ -173,6 +173,39 @@ fn drive_with<W, T: Send, E: Send>(
     Ok(s.first_out_of_range.is_some())
 }
 
+/// Values handed over in any order, passed on in index order (0, 1, 2, …): for sums that must
+/// not depend on which worker finished first. Holds only the values that arrived early (with
+/// the driver's in-order hand-out, about one per worker).
+pub struct InOrder<T> {
+    next: usize,
+    early: BTreeMap<usize, T>,
+}
+
+impl<T> Default for InOrder<T> {
+    fn default() -> Self {
+        Self {
+            next: 0,
+            early: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T> InOrder<T> {
+    /// Take value `index`; `f` gets it, and every held value it unblocks, in index order.
+    pub fn push(&mut self, index: usize, value: T, mut f: impl FnMut(T)) {
+        self.early.insert(index, value);
+        while let Some(v) = self.early.remove(&self.next) {
+            f(v);
+            self.next += 1;
+        }
+    }
+
+    /// Whether every value pushed so far has been passed on.
+    pub fn is_drained(&self) -> bool {
+        self.early.is_empty()
+    }
+}
+
 /// The driver's books, behind one lock.
 struct State<T, F, E> {
     /// The next span never started.
@@ -280,6 +313,21 @@ mod tests {
                 (0..spans.len()).map(|j| (j, interpolate && first.is_none_or(|f| j <= f))).collect();
             prop_assert_eq!(folded, want);
             prop_assert_eq!(fell_back, first.is_some());
+        }
+    }
+
+    proptest! {
+        /// Values pushed in any order come out in index order, each once, and nothing stays
+        /// held once every index has arrived.
+        #[test]
+        fn in_order_passes_values_on_in_index_order(order in Just((0..40usize).collect::<Vec<_>>()).prop_shuffle()) {
+            let mut buffer = InOrder::default();
+            let mut out = Vec::new();
+            for &i in &order {
+                buffer.push(i, i, |v| out.push(v));
+            }
+            prop_assert_eq!(out, (0..40).collect::<Vec<_>>());
+            prop_assert!(buffer.is_drained());
         }
     }
 

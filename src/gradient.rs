@@ -17,7 +17,7 @@
 //! The scene graph is built and differentiated once per call instead of once per chunk.
 
 use crate::config::SimConfig;
-use crate::drive::{drive, Chunk, Rendered, Workers};
+use crate::drive::{drive, Chunk, InOrder, Rendered, Workers};
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::scene::{tensor2, to_host, to_host_shared, Scene};
@@ -146,16 +146,20 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         statistics: None,
     };
     let mut loss = 0.0;
+    let mut omega_sum = 0.0;
     let mut scene_grad: Vec<Vec<f64>> = values.iter().map(|t| vec![0.0; t.dims()[0]]).collect();
-    // Σω per span, summed in span order at the end (the folds come in any order)
-    let mut omegas = vec![0.0; spans.len()];
+    // the sums run in span order whichever worker finishes first: the same numbers every run
+    let mut in_order = InOrder::default();
     let fold = |chunk: Chunk, part: SpanGradient| {
         rect.store(&mut image.data, chunk.span, part.intensity);
-        omegas[chunk.index] = part.omega_sum;
-        loss += part.loss;
-        for (acc, g) in scene_grad.iter_mut().zip(part.scene_grad) {
-            acc.iter_mut().zip(g).for_each(|(a, x)| *a += x);
-        }
+        let share = (part.omega_sum, part.loss, part.scene_grad);
+        in_order.push(chunk.index, share, |(omega, part_loss, part_grad)| {
+            omega_sum += omega;
+            loss += part_loss;
+            for (acc, g) in scene_grad.iter_mut().zip(part_grad) {
+                acc.iter_mut().zip(g).for_each(|(a, x)| *a += x);
+            }
+        });
     };
     let fell_back = drive(
         &spans,
@@ -167,7 +171,7 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         None,
     )?;
     image.interpolation_fell_back = fell_back;
-    image.omega_sum = omegas.iter().sum();
+    image.omega_sum = omega_sum;
 
     // 3. Σ_z g_z·z(θ) differentiated over the scene graph
     let gradients = scene_to_params(params, z, scene_grad, device)?;

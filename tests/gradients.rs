@@ -119,3 +119,31 @@ fn interpolation_falls_back_alike_in_render_vjp_and_derivatives() {
             .0,
     );
 }
+
+/// The vector–Jacobian product's sums (gradients, Σω) run in span order, whichever of the two
+/// workers finishes a span first: repeated runs over many small spans give the same bits.
+#[test]
+fn vjp_sums_are_the_same_every_run() {
+    use nanobragg::gradient::image_vjp;
+    type Ad = burn::backend::Autodiff<B>;
+    let (cfg, exp) = setup(CONFIG);
+    let params = Params::<Ad>::new(&cfg, &exp, &dev());
+    let many = RenderOptions {
+        threads: 2,
+        max_chunk_elements: Some(64),
+        ..Default::default()
+    };
+    let run = || {
+        let (image, grads) = image_vjp(&cfg, &exp, &params, None, &many, &dev()).unwrap();
+        let bits: Vec<u64> = grads
+            .iter()
+            .flat_map(|g| g.values.iter().map(|v| v.to_bits()))
+            .collect();
+        (image.omega_sum.to_bits(), bits)
+    };
+    let first = run();
+    assert!(first.1.iter().any(|&b| f64::from_bits(b) != 0.0), "no gradient at all");
+    for _ in 0..4 {
+        assert_eq!(run(), first, "a repeated run summed differently");
+    }
+}
