@@ -78,9 +78,9 @@ pub fn sample_coordinates<B: Backend>(
     let coords = if B::ad_enabled(device) {
         SampleVectors::Components(components)
     } else {
-        // three contiguous rows joined end to end, seen transposed: no strided interleaving
-        // copy (the product with the detector basis reads the strides as they are)
-        SampleVectors::Rows(Tensor::cat(components.map(|c| c.reshape([1, r])).to_vec(), 0).transpose())
+        // one interleaving copy into a row-major [R, 3]: the product with the detector basis
+        // then takes it as it is (a transposed view would be copied there again)
+        SampleVectors::Rows(Tensor::cat(components.map(|c| c.reshape([r, 1])).to_vec(), 1))
     };
     (coords, layer)
 }
