@@ -40,3 +40,9 @@ pub use params::Params;
 pub use setup::Experiment;
 pub use simulate::{render, Image, RenderOptions};
 pub use simulator::Simulator;
+
+/// The examples of the embedding guide (`docs/embedding.md`), compiled by `cargo test` as doc
+/// tests so that the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingGuide;
