@@ -76,15 +76,15 @@ impl Statistics {
 
     /// The same statistics reduced on the image's device: `image` `[spixels, fpixels]`
     /// (photons, 0 outside the ROI and in masked pixels, as rendered); two readbacks of a few
-    /// scalars, never the image. Sums run in the backend's float type (f32 on wgpu); the
-    /// maximum and its position are exact (the first in C's loop order among equal values).
+    /// scalars, never the image. Sums run pairwise in the backend's float type (f32 on wgpu)
+    /// and are finished in f64 on the host; the maximum and its position are exact (the first
+    /// in C's loop order among equal values).
     pub fn of_tensor<B: Backend>(exp: &Experiment, image: Tensor<B, 2>) -> Result<Self> {
-        let rect = exp.active_pixels().rect();
+        let active = exp.active_pixels();
+        let rect = active.rect();
         let m = rect.len();
         // rendered pixels: the ROI less the mask (masked ones are 0 in the image)
-        let rendered = exp
-            .rendered_positions()
-            .map_or(m, |mask| mask.iter().filter(|&&r| r > 0.0).count());
+        let rendered = active.count();
         if m == 0 {
             return Ok(Self {
                 max_i: 0.0,
