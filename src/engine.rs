@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::gradient::{image_vjp, ParamGradient};
 use crate::params::Params;
 use crate::setup::Experiment;
-use crate::simulate::{render, Image, RenderOptions};
+use crate::simulate::{render, render_batch, Image, RenderOptions};
 pub use crate::workers::tune_process;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
@@ -269,6 +269,25 @@ impl Engine {
         }
         self.run(Render {
             exp,
+            opts: self.options(opts),
+        })
+    }
+
+    /// Render shots that batch together ([`Experiment::batches_with`]) in one graph on this
+    /// engine: an image per shot (see [`render_batch`]).
+    pub fn render_batch(&self, shots: &[Experiment], opts: &RenderOptions) -> Result<Vec<Image>> {
+        struct Batch<'a> {
+            shots: &'a [Experiment],
+            opts: RenderOptions,
+        }
+        impl BackendTask for Batch<'_> {
+            type Output = Vec<Image>;
+            fn run<B: Backend>(self, device: &B::Device) -> Result<Vec<Image>> {
+                render_batch::<B>(self.shots, &self.opts, device)
+            }
+        }
+        self.run(Batch {
+            shots,
             opts: self.options(opts),
         })
     }

@@ -10,9 +10,15 @@ use burn::tensor::{backend::Backend, Tensor, TensorData};
 /// Host arrays for the physics stages (row-major).
 #[derive(Debug, Clone)]
 pub struct Scene {
-    /// Number of sources S and orientations C = S·Φ·M (C's loop order: source, φ, mosaic).
+    /// Number of sources S and orientations C = shots·S·Φ·M (C's loop order within a shot:
+    /// source, φ, mosaic).
     pub sources: usize,
     pub orientations: usize,
+    /// Shots rendered together ([`Scene::batch`]): their orientations follow one another, shot
+    /// by shot, and every shot has C / shots of them. 1 for a single image.
+    pub shots: usize,
+    /// `[shots]`: the fluence of each shot (photons/m²).
+    pub fluence: Vec<f64>,
     /// Source index of each orientation `[C]`.
     pub source_of: Vec<usize>,
     /// `[3, 3C]`: columns a/λ, then b/λ, then c/λ (m⁻¹ per unit direction... dimensionless·m⁻¹·m).
@@ -86,6 +92,8 @@ impl Scene {
         Self {
             sources: s,
             orientations: c,
+            shots: 1,
+            fluence: vec![exp.fluence],
             source_of,
             coef,
             offset,
@@ -101,6 +109,52 @@ impl Scene {
                 fudge: exp.fudge,
                 recip: [lat.a_star, lat.b_star, lat.c_star],
             },
+        }
+    }
+}
+
+impl Scene {
+    /// One scene for several shots that differ only in the crystal's orientation and the
+    /// fluence (see [`Experiment::batches_with`]): the orientations of every shot in turn,
+    /// everything else from the first. The stages then give one image column per shot, each
+    /// computed with the same operations, in the same order, as the shot's own scene.
+    ///
+    /// # Panics
+    /// When `scenes` is empty or the scenes differ in their number of sources or orientations.
+    pub fn batch(scenes: &[Scene]) -> Scene {
+        let first = scenes.first().expect("a batch of at least one scene");
+        let per_shot = first.orientations;
+        assert!(
+            scenes
+                .iter()
+                .all(|s| s.sources == first.sources && s.orientations == per_shot && s.shots == 1),
+            "the scenes of a batch share their sources and orientation count"
+        );
+        let c = per_shot * scenes.len();
+        // [3, 3C] as three blocks (a, b, c) of C columns; [3C] likewise
+        let mut coef = Vec::with_capacity(9 * c);
+        for axis in 0..3 {
+            for v in 0..3 {
+                for s in scenes {
+                    let row = &s.coef[axis * 3 * per_shot..(axis + 1) * 3 * per_shot];
+                    coef.extend_from_slice(&row[v * per_shot..(v + 1) * per_shot]);
+                }
+            }
+        }
+        let mut offset = Vec::with_capacity(3 * c);
+        for v in 0..3 {
+            for s in scenes {
+                offset.extend_from_slice(&s.offset[v * per_shot..(v + 1) * per_shot]);
+            }
+        }
+        Scene {
+            orientations: c,
+            shots: scenes.len(),
+            fluence: scenes.iter().map(|s| s.fluence[0]).collect(),
+            source_of: scenes.iter().flat_map(|s| s.source_of.iter().copied()).collect(),
+            coef,
+            offset,
+            ..first.clone()
         }
     }
 }
@@ -149,7 +203,8 @@ pub struct SceneTensors<B: Backend> {
     pub sdet: Tensor<B, 2>,
     pub beam: Tensor<B, 2>,
     pub odet_col: Tensor<B, 2>,
-    /// `[1, 1]`: close distance and recomputed distance (m), fluence (photons/m²).
+    /// `[1, 1]`: close distance and recomputed distance (m); `[1, shots]`: fluence
+    /// (photons/m²).
     pub close_distance: Tensor<B, 2>,
     pub distance: Tensor<B, 2>,
     pub fluence: Tensor<B, 2>,
@@ -188,7 +243,7 @@ impl<B: Backend> SceneTensors<B> {
             odet_col: tensor2(d.odet.to_vec(), [3, 1], device),
             close_distance: tensor2(vec![d.close_distance], [1, 1], device),
             distance: tensor2(vec![d.distance], [1, 1], device),
-            fluence: tensor2(vec![exp.fluence], [1, 1], device),
+            fluence: tensor2(scene.fluence.clone(), [1, scene.shots], device),
             hkl: sf
                 .grid
                 .as_ref()

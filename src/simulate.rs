@@ -143,6 +143,22 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
     })
 }
 
+/// Render several shots in one batched graph on backend `B`: `shots` must pairwise pass
+/// [`Experiment::batches_with`] with the first (they differ only in orientation and fluence).
+/// On the CPU engine in f64 each image is bit-identical to rendering its shot alone.
+///
+/// # Panics
+/// When `shots` is empty.
+pub fn render_batch<B: Backend>(shots: &[Experiment], opts: &RenderOptions, device: &B::Device) -> Result<Vec<Image>> {
+    let exp = shots.first().expect("a batch of at least one shot");
+    debug_assert!(shots.iter().all(|s| exp.batches_with(s)), "shots that batch together");
+    let scenes: Vec<Scene> = shots.iter().map(Scene::new).collect();
+    let scene = Scene::batch(&scenes);
+    render_shots(exp, &scene, opts, device, &|| {
+        SceneTensors::<B>::new(&scene, exp, device)
+    })
+}
+
 /// Render with the scene tensors made by `make` (once per worker): the host scene, or a
 /// differentiable one built from [`crate::params::Params`].
 pub fn render_scene<B: Backend>(
@@ -152,14 +168,28 @@ pub fn render_scene<B: Backend>(
     device: &B::Device,
     make: &(dyn Fn() -> SceneTensors<B> + Sync),
 ) -> Result<Image> {
+    debug_assert_eq!(scene.shots, 1, "one image");
+    let mut images = render_shots(exp, scene, opts, device, make)?;
+    Ok(images.swap_remove(0))
+}
+
+/// [`render_scene`] for a scene of one or more shots ([`Scene::batch`]): an image per shot.
+fn render_shots<B: Backend>(
+    exp: &Experiment,
+    scene: &Scene,
+    opts: &RenderOptions,
+    device: &B::Device,
+    make: &(dyn Fn() -> SceneTensors<B> + Sync),
+) -> Result<Vec<Image>> {
     let (spans, block) = spans(exp, scene, opts, 8);
     let rect = spans.rect.clone();
     let d = &exp.detector;
+    let shots = scene.shots;
     let on_device = opts.assemble_on_device;
-    let mut data = vec![0.0f32; if on_device { 0 } else { d.pixels() }];
+    let mut data = vec![vec![0.0f32; if on_device { 0 } else { d.pixels() }]; shots];
     // Σω per span, summed in span order at the end (the folds come in any order)
     let mut omegas = vec![0.0; spans.len()];
-    let mut parts: Vec<Option<(Tensor<B, 1>, Tensor<B, 1>)>> =
+    let mut parts: Vec<Option<(Tensor<B, 2>, Tensor<B, 1>)>> =
         (0..if on_device { spans.len() } else { 0 }).map(|_| None).collect();
     let fell_back = drive(
         &spans,
@@ -169,7 +199,7 @@ pub fn render_scene<B: Backend>(
         |st, chunk| {
             let out = chunk_intensity(exp, scene, st, chunk.span, chunk.tricubic, block, device);
             let value = if on_device {
-                Part::Device(out.intensity.reshape([chunk.span.len]), out.omega_sum)
+                Part::Device(out.intensity, out.omega_sum)
             } else {
                 Part::Host(to_host(out.intensity)?, scalar(out.omega_sum))
             };
@@ -179,8 +209,11 @@ pub fn render_scene<B: Backend>(
             })
         },
         |chunk, part| match part {
+            // `[len, shots]` row-major: column s is shot s
             Part::Host(values, omega) => {
-                rect.store(&mut data, chunk.span, values);
+                for (s, image) in data.iter_mut().enumerate() {
+                    rect.store(image, chunk.span, values.iter().skip(s).step_by(shots).copied());
+                }
                 omegas[chunk.index] = omega;
             }
             Part::Device(values, omega) => parts[chunk.index] = Some((values, omega)),
@@ -188,30 +221,62 @@ pub fn render_scene<B: Backend>(
         opts.progress.as_ref(),
     )?;
     let mut omega_sum = omegas.iter().sum();
-    let mut statistics = None;
+    let mut statistics = vec![None; shots];
     if on_device {
         let (values, omegas): (Vec<_>, Vec<_>) = parts.into_iter().flatten().unzip();
         if !omegas.is_empty() {
             omega_sum = scalar(Tensor::cat(omegas, 0));
         }
-        let image = assemble(exp, values, device);
-        statistics = Some(crate::output::Statistics::of_tensor(exp, image.clone())?);
-        data = to_host(image)?.into_iter().map(|v| v as f32).collect();
+        // `[N, shots]` for the whole ROI, then an image per shot, read back together
+        let values = match values.len() {
+            0 => None,
+            1 => values.into_iter().next(),
+            _ => Some(Tensor::cat(values, 0)),
+        };
+        let mut images = Vec::with_capacity(shots);
+        for (s, stats) in statistics.iter_mut().enumerate() {
+            let column: Vec<Tensor<B, 1>> = values
+                .iter()
+                .map(|v| {
+                    let n = v.dims()[0];
+                    match shots {
+                        1 => v.clone().reshape([n]),
+                        _ => v.clone().slice([0..n, s..s + 1]).reshape([n]),
+                    }
+                })
+                .collect();
+            let image = assemble(exp, column, device);
+            *stats = Some(crate::output::Statistics::of_tensor(exp, image.clone())?);
+            images.push(image.unsqueeze_dim::<3>(0));
+        }
+        let host = to_host(if shots == 1 {
+            images.swap_remove(0)
+        } else {
+            Tensor::cat(images, 0)
+        })?;
+        for (image, values) in data.iter_mut().zip(host.chunks(d.pixels().max(1))) {
+            *image = values.iter().map(|&v| v as f32).collect();
+        }
     }
-    Ok(Image {
-        fpixels: d.fpixels,
-        spixels: d.spixels,
-        data,
-        omega_sum,
-        interpolation_fell_back: fell_back,
-        statistics,
-    })
+    Ok(data
+        .into_iter()
+        .zip(statistics)
+        .map(|(data, statistics)| Image {
+            fpixels: d.fpixels,
+            spixels: d.spixels,
+            data,
+            omega_sum,
+            interpolation_fell_back: fell_back,
+            statistics,
+        })
+        .collect())
 }
 
-/// A finished span: its values `[len]` (photons) and Σω `[1]` (sr), read back or on the device.
+/// A finished span: its values `[len, shots]` (photons) and Σω `[1]` (sr), read back or on the
+/// device.
 enum Part<B: Backend> {
     Host(Vec<f64>, f64),
-    Device(Tensor<B, 1>, Tensor<B, 1>),
+    Device(Tensor<B, 2>, Tensor<B, 1>),
 }
 
 /// The ROI cut into spans for [`drive`], and the orientation block (see [`plan`]).
@@ -284,7 +349,8 @@ fn scalar<B: Backend, const D: usize>(t: Tensor<B, D>) -> f64 {
 
 /// A chunk's pixel values as a tensor (still in the graph), with its bookkeeping.
 pub struct ChunkIntensity<B: Backend> {
-    /// `[P, 1]` photons per ROI position of the span (0 where masked).
+    /// `[P, shots]` photons per ROI position of the span (0 where masked), a column per shot
+    /// of the scene (one for a single image).
     pub intensity: Tensor<B, 2>,
     /// `[1]` Σω over the span's rendered samples, as C accumulates it (sr).
     pub omega_sum: Tensor<B, 1>,
@@ -292,7 +358,7 @@ pub struct ChunkIntensity<B: Backend> {
     pub out_of_range: bool,
 }
 
-/// The pixel values of a span of the ROI as a tensor `[P, 1]`, composed from the stages.
+/// The pixel values of a span of the ROI as a tensor `[P, shots]`, composed from the stages.
 pub fn chunk_intensity<B: Backend>(
     exp: &Experiment,
     scene: &Scene,
@@ -405,12 +471,27 @@ pub fn chunk_intensity_probed<B: Backend>(
     let flags = exp.oversample_thick || exp.oversample_polar || exp.oversample_omega;
     let water = exp.water_size != 0.0;
     let c = scene.orientations;
-    let mut bragg: Option<Tensor<B, 2>> = None; // Σ over orientations, [R, 1]
+    let shots = scene.shots;
+    debug_assert!(
+        shots == 1 || !(flags || tri || probe.is_some()),
+        "a batch of shots takes the plain path"
+    );
+    let per_shot = c / shots;
+    // Σ over each shot's orientations, `[R, k]` per block of k whole shots (or `[R, 1]` for a
+    // shot in several blocks, added up in `partial`)
+    let mut columns: Vec<Tensor<B, 2>> = Vec::new();
+    let mut partial: Option<Tensor<B, 2>> = None;
     let mut weighted: Option<(Tensor<B, 2>, Tensor<B, 2>)> = None; // flag path: (terms, factors) [R, C]
     let mut out_of_range = false;
     let mut lo = 0;
     while lo < c {
-        let hi = (lo + block).min(c);
+        // a block holds whole shots, or a part of one shot: never parts of two
+        let hi = if block >= per_shot {
+            lo + (block / per_shot) * per_shot
+        } else {
+            (lo + block).min((lo / per_shot + 1) * per_shot)
+        }
+        .min(c);
         let (coef, offset) = st.block(lo, hi);
         let mut hkl = miller_indices(dir.clone(), coef, offset);
         if let (Some(pr), Some(e)) = (probe, &eps_row) {
@@ -487,15 +568,34 @@ pub fn chunk_intensity_probed<B: Backend>(
                 factor = factor * v.clone() - v.clone() + 1.0;
             }
             weighted = Some((term, factor));
+        } else if hi - lo >= per_shot {
+            // whole shots: one column each
+            let k = (hi - lo) / per_shot;
+            columns.push(match (per_shot, k) {
+                (1, _) => term,
+                (_, 1) => term.sum_dim(1),
+                _ => term.reshape([r, k, per_shot]).sum_dim(2).reshape([r, k]),
+            });
         } else {
             let sum = if term.dims()[1] == 1 { term } else { term.sum_dim(1) };
-            bragg = Some(match bragg {
+            let sum = match partial.take() {
                 Some(b) => b + sum,
                 None => sum,
-            });
+            };
+            if hi % per_shot == 0 {
+                columns.push(sum);
+            } else {
+                partial = Some(sum);
+            }
         }
         lo = hi;
     }
+    // Σ over orientations, `[R, shots]`
+    let bragg: Option<Tensor<B, 2>> = match columns.len() {
+        0 => None,
+        1 => columns.pop(),
+        _ => Some(Tensor::cat(columns, 1)),
+    };
 
     // per-pixel reductions, [P, ·]
     // (a reshape or slice copies on burn-ndarray: skipped when there is one sample per pixel)
@@ -531,11 +631,17 @@ pub fn chunk_intensity_probed<B: Backend>(
     };
     let mut intensity = match weighted {
         None => {
-            let bragg = bragg.unwrap_or_else(|| omega.zeros_like());
-            let per_pixel = if rpp == 1 {
-                bragg
-            } else {
-                bragg.reshape([p, rpp]).sum_dim(1)
+            let bragg = bragg.unwrap_or_else(|| omega.zeros_like().expand([r, shots]));
+            let per_pixel = match (rpp, shots) {
+                (1, _) => bragg,
+                (_, 1) => bragg.reshape([p, rpp]).sum_dim(1),
+                // each shot's samples summed as a contiguous row, as for a single shot
+                _ => bragg
+                    .swap_dims(0, 1)
+                    .reshape([shots * p, rpp])
+                    .sum_dim(1)
+                    .reshape([shots, p])
+                    .swap_dims(0, 1),
             };
             match &st.i_bg {
                 Some(i_bg) => per_pixel + rows_for_autodiff(i_bg.clone(), p),
@@ -573,7 +679,7 @@ pub fn chunk_intensity_probed<B: Backend>(
     // masked pixels: 0, and no part in Σω (C skips them)
     let off = rendered.map(|m| m.equal_elem(0.0));
     if let Some(off) = &off {
-        intensity = intensity.mask_fill(off.clone(), 0.0);
+        intensity = intensity.mask_fill(off.clone().expand([p, shots]), 0.0);
     }
     let omega_sum = if exp.oversample_omega {
         match &rendered_rows {

@@ -142,6 +142,53 @@ fn four_shards_are_bit_identical_to_one_run() {
     assert_eq!(hashes(&merged), hashes(&one.join("manifest.jsonl")));
 }
 
+/// Shots that batch (orientation, φ, mosaic seed and fluence differ) around ones that do not
+/// (another distance, another wavelength).
+const BATCH_LIST: &str = r#"{"misset": [1, 2, 3]}
+{"misset": [10, 20, 30], "fluence": 2e29}
+{"misset": "random", "phi": 5}
+{"misset": "random", "distance": 45}
+{"misset": "random"}
+{"misset": "random", "mosaic": 0.2, "mosaic_dom": 2}
+{"misset": "random", "lambda": 6.0}
+{"misset": [4, 5, 6], "lambda": 6.0, "fluence": 1e29}
+"#;
+
+#[test]
+fn batched_shot_runs_write_the_same_files_as_one_shot_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (single, batched) = (tmp.path().join("single"), tmp.path().join("batched"));
+    for (d, batch) in [(&single, "1"), (&batched, "3")] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::write(d.join("shots.jsonl"), BATCH_LIST).unwrap();
+        ok(&run_in(
+            d,
+            &args_with(&["-shots", "shots.jsonl", "-prefix", "out_", "-shot_batch", batch]),
+        ));
+    }
+    let a = common::files_in(&single, "manifest");
+    let b = common::files_in(&batched, "manifest");
+    // 8 shots × (float, int, noise, pgm) + the shot list
+    assert_eq!(a.len(), 8 * 4 + 1, "{:?}", a.keys());
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (name, bytes) in &a {
+        assert!(
+            bytes == &b[name],
+            "{name} differs between batched and one-at-a-time rendering"
+        );
+    }
+    // consecutive shots that batch were rendered together, at most 3 at a time; a shot that
+    // does not batch with its group's first starts a new group
+    let sizes = |d: &Path| -> Vec<u64> {
+        common::json_lines(&d.join("manifest.jsonl"))
+            .iter()
+            .map(|l| l["render_batch"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(sizes(&single), vec![1; 8]);
+    assert_eq!(sizes(&batched), vec![3, 3, 3, 1, 1, 1, 2, 2]);
+}
+
 #[test]
 fn a_shot_is_the_classic_run_of_base_flags_plus_its_args() {
     // independent expectation: the plain binary, given the base flags and the flags the manifest

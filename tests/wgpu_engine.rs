@@ -225,6 +225,65 @@ fn nanobragg(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("binary runs")
 }
 
+/// Shots rendered as one batch on `engine` agree with the same shots rendered alone there
+/// (max |Δ| ≤ 1e-5 of the image's maximum: the same f32 operations, possibly fused
+/// differently) and with the CPU f64 engine (≤ 1e-4, as for single images); the statistics
+/// the engine reduced on its device come with every image.
+fn batch_matches_singles(engine: Engine) {
+    if !common::engine_available(engine) {
+        return;
+    }
+    let base = "-default_F 100 -cell 70 80 90 80 85 95 -lambda 1.5 -N 4 -distance 80 -pixel 0.4 \
+        -detpixels 24 -roi 2 21 1 22 -mosaic 0.5 -mosaic_dom 3 -osc 2 -phisteps 2 -polar 0.8 \
+        -oversample 2 -hdivrange 0.3 -hdivsteps 2";
+    let exps: Vec<Experiment> = [
+        "-misset 10 20 30",
+        "-misset -40 5 12 -phi 7 -mosaic_seed 9 -fluence 3e23",
+        "-misset 3 -60 80 -phi 2 -mosaic_seed 11",
+    ]
+    .iter()
+    .map(|s| setup(&format!("{base} {s}")).1)
+    .collect();
+    let opts = RenderOptions::default();
+    let batch = engine.render_batch(&exps, &opts).unwrap();
+    for (i, (exp, b)) in exps.iter().zip(&batch).enumerate() {
+        let single = engine.render(exp, &opts).unwrap();
+        let reference = CPU.render(exp, &opts).unwrap();
+        let (_, alone) = agreement(&b.data, &single.data);
+        let (_, cpu) = agreement(&b.data, &reference.data);
+        println!(
+            "{} shot {i}: batch vs alone {alone:.1e}, vs cpu f64 {cpu:.1e}",
+            engine.name()
+        );
+        assert!(
+            alone <= 1e-5,
+            "shot {i}: batch and single render differ by {alone:.1e} of the maximum"
+        );
+        assert!(
+            cpu <= 1e-4,
+            "shot {i}: batch and cpu f64 differ by {cpu:.1e} of the maximum"
+        );
+        let (sb, ss) = (b.statistics.as_ref().unwrap(), single.statistics.as_ref().unwrap());
+        assert!(
+            (sb.max_i - ss.max_i).abs() <= 1e-5 * ss.max_i,
+            "shot {i}: max_I {} vs {}",
+            sb.max_i,
+            ss.max_i
+        );
+        assert_eq!(sb.max_at, ss.max_at, "shot {i}: position of the maximum");
+    }
+}
+
+#[test]
+fn batched_shots_on_wgpu_fused_match_single_renders() {
+    batch_matches_singles(Engine::Wgpu { fusion: true });
+}
+
+#[test]
+fn batched_shots_on_wgpu_unfused_match_single_renders() {
+    batch_matches_singles(Engine::Wgpu { fusion: false });
+}
+
 /// The light crystal on 16² pixels, float image only, then `extra`.
 fn args(extra: &[&'static str]) -> Vec<&'static str> {
     let mut a = common::flags(&[common::LIGHT_CRYSTAL, "-detpixels 16 -nonoise -nopgm -noprogress"]);

@@ -149,5 +149,7 @@ Many shots (docs/many-shots.md)
                             manifest.shard-I-of-N.jsonl with -shard)
   -shard I/N                render only the shots whose index is I modulo N; a re-run skips the
                             shots its manifest lists with intact files
+  -shot_batch N             render up to N consecutive shots that differ only in orientation and
+                            fluence in one batched graph (8; 1 = one shot at a time)
                             (-seed S is the base seed of every shot's noise seed; default 0)
 ";

@@ -52,7 +52,7 @@ pub struct Sensor {
 }
 
 /// Everything resolved on the host, ready for the physics stages.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Experiment {
     pub detector: DetectorGeometry,
     pub sensor: Sensor,
@@ -339,6 +339,36 @@ impl Experiment {
             steps,
             warnings,
         })
+    }
+
+    /// Whether `other` can be rendered in one batch with this experiment
+    /// ([`crate::scene::Scene::batch`]): everything equal but the crystal's orientation (misset
+    /// or matrix, φ start, mosaic domains) and the fluence, with the same number of orientations,
+    /// and neither order-dependent rule of C in play (`-oversample_thick/polar/omega` running
+    /// products, tricubic interpolation's switch to nearest neighbour), which the batch would
+    /// apply across shots.
+    pub fn batches_with(&self, other: &Experiment) -> bool {
+        if self.oversample_thick
+            || self.oversample_polar
+            || self.oversample_omega
+            || self.structure_factors.interpolate
+            || self.mosaic_umats.len() != other.mosaic_umats.len()
+        {
+            return false;
+        }
+        let mut same = other.clone();
+        let (mine, theirs) = (&self.lattice, &mut same.lattice);
+        (theirs.a, theirs.b, theirs.c, theirs.misset) = (mine.a, mine.b, mine.c, mine.misset);
+        // the reciprocal vectors enter the Gaussian and top-hat spot shapes only
+        if matches!(self.shape, CrystalShape::Square | CrystalShape::Round) {
+            (theirs.a_star, theirs.b_star, theirs.c_star) = (mine.a_star, mine.b_star, mine.c_star);
+        }
+        same.phi0 = self.phi0;
+        same.mosaic_umats.clone_from(&self.mosaic_umats);
+        (same.fluence, same.flux, same.exposure, same.beamsize) =
+            (self.fluence, self.flux, self.exposure, self.beamsize);
+        same.warnings.clone_from(&self.warnings);
+        *self == same
     }
 
     /// The pixels that are rendered (inside the ROI, not masked), in C's order, as indices

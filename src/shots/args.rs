@@ -25,10 +25,23 @@ pub struct ShotOptions {
     pub manifest: Option<PathBuf>,
     /// `-shard I/N` (default: all shots).
     pub shard: Shard,
+    /// `-shot_batch N`: at most N consecutive shots that differ only in orientation and
+    /// fluence render in one batched graph (default [`DEFAULT_BATCH`]; 1 = one at a time).
+    pub batch: usize,
 }
 
+/// Shots per batched render when `-shot_batch` is not given (measured in docs/many-shots.md).
+pub const DEFAULT_BATCH: usize = 8;
+
 /// The flags of shot runs, each with one value.
-pub const SHOT_FLAGS: [&str; 5] = ["-shots", "-shots_random", "-prefix", "-manifest", "-shard"];
+pub const SHOT_FLAGS: [&str; 6] = [
+    "-shots",
+    "-shots_random",
+    "-prefix",
+    "-manifest",
+    "-shard",
+    "-shot_batch",
+];
 
 /// Splits `args` into the base flags and the shot options. `Ok(None)` when neither `-shots`
 /// nor `-shots_random` is given (then `-prefix`, `-manifest` and `-shard` are errors).
@@ -82,6 +95,15 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
         Some(s) => Shard::parse(&s)?,
         None => Shard::ALL,
     };
+    let batch = match get("-shot_batch") {
+        Some(n) => n
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| Error::flag("-shot_batch", format!("expected a positive number of shots, got '{n}'")))?,
+        None => DEFAULT_BATCH,
+    };
     let prefix = get("-prefix").unwrap_or_else(|| "shot_".to_string());
     if prefix.is_empty() {
         return Err(Error::flag("-prefix", "must not be empty"));
@@ -93,6 +115,7 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
             prefix,
             manifest: get("-manifest").map(PathBuf::from),
             shard,
+            batch,
         },
     )))
 }
@@ -117,6 +140,9 @@ mod tests {
         assert_eq!(o.shard, Shard { index: 1, count: 4 });
         assert_eq!(o.prefix, "out/x_");
         assert_eq!(o.manifest, None);
+        assert_eq!(o.batch, DEFAULT_BATCH);
+        let (_, o) = split(&["-shots_random", "3", "-shot_batch", "5"]).unwrap().unwrap();
+        assert_eq!(o.batch, 5);
     }
 
     #[test]
@@ -135,6 +161,9 @@ mod tests {
             (&["-prefix", "p_"], "-prefix"),
             (&["-shard", "0/2"], "-shard"),
             (&["-shots_random", "3", "-shard", "2/2"], "-shard"),
+            (&["-shots_random", "3", "-shot_batch", "0"], "-shot_batch"),
+            (&["-shots_random", "3", "-shot_batch", "two"], "-shot_batch"),
+            (&["-shot_batch", "4"], "-shot_batch"),
         ];
         for (args, flag) in cases {
             let e = split(args).unwrap_err().to_string();

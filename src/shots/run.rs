@@ -158,29 +158,66 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         let mut grids: Vec<((HklSource, u64), Option<HklGrid>)> = Vec::new();
         let mut warned: BTreeSet<String> = BTreeSet::new();
         let mut failure = None;
-        for shot in &todo {
+        let shot_failure = |shot: &Shot, e: Error| Error::Shot {
+            index: shot.index,
+            line: shot.line(),
+            source: Box::new(e),
+        };
+        // consecutive shots that batch together render in one graph; a shot that does not
+        // batch with the group starts the next one
+        let mut ahead: Option<Prepared> = None;
+        let mut i = 0;
+        'groups: while i < todo.len() {
             let t0 = Instant::now();
-            let result = render_one(shot, &base, run_opts, &engine, &render_opts, &mut grids, &mut warned);
-            match result {
-                Ok((cfg, exp, image)) => {
-                    let msg = Rendered {
-                        shot: (*shot).clone(),
-                        cfg,
-                        exp,
-                        image,
-                        render_seconds: t0.elapsed().as_secs_f64(),
-                    };
-                    if tx.send(msg).is_err() {
-                        break; // the writer failed; its error is reported below
-                    }
-                }
-                Err(e) => {
-                    failure = Some(Error::Shot {
-                        index: shot.index,
-                        line: shot.line(),
-                        source: Box::new(e),
-                    });
+            let mut group: Vec<Prepared> = Vec::new();
+            while i < todo.len() && group.len() < opts.batch.max(1) {
+                let next = match ahead.take() {
+                    Some(p) => p,
+                    None => match prepare(todo[i], &base, run_opts, &mut grids, &mut warned) {
+                        Ok(p) => p,
+                        // the shots before it are rendered first
+                        Err(_) if !group.is_empty() => break,
+                        Err(e) => {
+                            failure = Some(shot_failure(todo[i], e));
+                            break 'groups;
+                        }
+                    },
+                };
+                if group.first().is_some_and(|first| !first.exp.batches_with(&next.exp)) {
+                    ahead = Some(next);
                     break;
+                }
+                group.push(next);
+                i += 1;
+            }
+            let images = match group.as_slice() {
+                [one] => engine.render(&one.exp, &render_opts).map(|image| vec![image]),
+                _ => {
+                    let exps: Vec<Experiment> = group.iter().map(|p| p.exp.clone()).collect();
+                    engine.render_batch(&exps, &render_opts)
+                }
+            };
+            let images = match images {
+                Ok(images) => images,
+                Err(e) => {
+                    failure = Some(shot_failure(&group[0].shot, e));
+                    break;
+                }
+            };
+            // each shot is charged an equal share of its batch's time
+            let render_seconds = t0.elapsed().as_secs_f64() / group.len() as f64;
+            let batch = group.len();
+            for (p, image) in group.into_iter().zip(images) {
+                let msg = Rendered {
+                    shot: p.shot,
+                    cfg: p.cfg,
+                    exp: p.exp,
+                    image,
+                    render_seconds,
+                    batch,
+                };
+                if tx.send(msg).is_err() {
+                    break 'groups; // the writer failed; its error is reported below
                 }
             }
         }
@@ -237,7 +274,9 @@ struct Rendered {
     cfg: SimConfig,
     exp: Experiment,
     image: Image,
+    /// The shot's share of its batch's rendering time (s), and the batch's size.
     render_seconds: f64,
+    batch: usize,
 }
 
 /// What the writer needs about the run.
@@ -250,17 +289,23 @@ struct Context<'a> {
     prints: &'a HashMap<usize, String>,
 }
 
-fn render_one(
+/// A shot's configuration and resolved experiment, ready to render.
+struct Prepared {
+    shot: Shot,
+    cfg: SimConfig,
+    exp: Experiment,
+}
+
+/// Resolves a shot (structure factors are read once per source and default_F) and prints C's
+/// warnings the first time they come up.
+fn prepare(
     shot: &Shot,
     base: &SimConfig,
     run_opts: RunOptions,
-    engine: &crate::engine::Engine,
-    render_opts: &RenderOptions,
     grids: &mut Vec<((HklSource, u64), Option<HklGrid>)>,
     warned: &mut BTreeSet<String>,
-) -> Result<(SimConfig, Experiment, Image)> {
+) -> Result<Prepared> {
     let (cfg, _) = shot.configure(base, run_opts)?;
-    // structure factors are read once per (source, default_F)
     let key = (cfg.crystal.hkl.clone(), cfg.crystal.default_f.to_bits());
     let grid = match grids.iter().find(|(k, _)| *k == key) {
         Some((_, g)) => g.clone(),
@@ -276,8 +321,11 @@ fn render_one(
             println!("WARNING: {w}");
         }
     }
-    let image = engine.render(&exp, render_opts)?;
-    Ok((cfg, exp, image))
+    Ok(Prepared {
+        shot: shot.clone(),
+        cfg,
+        exp,
+    })
 }
 
 /// Writes a shot's files, flushes them to disk, then appends its manifest line.
@@ -321,6 +369,7 @@ fn write_one(ctx: &Context, appender: &mut Appender, r: Rendered) -> Result<()> 
         "stats": stats,
         "files": records,
         "render_seconds": r.render_seconds,
+        "render_batch": r.batch,
         "write_seconds": write_seconds,
         "seconds": r.render_seconds + write_seconds,
     });
