@@ -158,12 +158,22 @@ const BATCH_LIST: &str = r#"{"misset": [1, 2, 3]}
 fn batched_shot_runs_write_the_same_files_as_one_shot_at_a_time() {
     let tmp = tempfile::tempdir().unwrap();
     let (single, batched) = (tmp.path().join("single"), tmp.path().join("batched"));
-    for (d, batch) in [(&single, "1"), (&batched, "3")] {
+    // one shot at a time with one writer; batches of up to 3 with 3 writers
+    for (d, batch, writers) in [(&single, "1", "1"), (&batched, "3", "3")] {
         std::fs::create_dir(d).unwrap();
         std::fs::write(d.join("shots.jsonl"), BATCH_LIST).unwrap();
         ok(&run_in(
             d,
-            &args_with(&["-shots", "shots.jsonl", "-prefix", "out_", "-shot_batch", batch]),
+            &args_with(&[
+                "-shots",
+                "shots.jsonl",
+                "-prefix",
+                "out_",
+                "-shot_batch",
+                batch,
+                "-shot_writers",
+                writers,
+            ]),
         ));
     }
     let a = common::files_in(&single, "manifest");
@@ -185,6 +195,12 @@ fn batched_shot_runs_write_the_same_files_as_one_shot_at_a_time() {
             .map(|l| l["render_batch"].as_u64().unwrap())
             .collect()
     };
+    // whichever writer finished first, the manifest lists the shots in order
+    let order: Vec<u64> = common::json_lines(&batched.join("manifest.jsonl"))
+        .iter()
+        .map(|l| l["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(order, (0..8).collect::<Vec<u64>>());
     assert_eq!(sizes(&single), vec![1; 8]);
     assert_eq!(sizes(&batched), vec![3, 3, 3, 1, 1, 1, 2, 2]);
 }

@@ -151,5 +151,7 @@ Many shots (docs/many-shots.md)
                             shots its manifest lists with intact files
   -shot_batch N             render up to N consecutive shots that differ only in orientation and
                             fluence in one batched graph (8; 1 = one shot at a time)
+  -shot_writers N           threads writing the finished shots' files (half the cores, at
+                            least 2); manifest lines stay in render order
                             (-seed S is the base seed of every shot's noise seed; default 0)
 ";

@@ -28,19 +28,28 @@ pub struct ShotOptions {
     /// `-shot_batch N`: at most N consecutive shots that differ only in orientation and
     /// fluence render in one batched graph (default [`DEFAULT_BATCH`]; 1 = one at a time).
     pub batch: usize,
+    /// `-shot_writers N`: threads writing finished shots' files (default [`default_writers`]).
+    pub writers: usize,
+}
+
+/// Writer threads when `-shot_writers` is not given: half the cores, at least two (measured
+/// in docs/many-shots.md; idle writers cost nothing).
+pub fn default_writers() -> usize {
+    (std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) / 2).max(2)
 }
 
 /// Shots per batched render when `-shot_batch` is not given (measured in docs/many-shots.md).
 pub const DEFAULT_BATCH: usize = 8;
 
 /// The flags of shot runs, each with one value.
-pub const SHOT_FLAGS: [&str; 6] = [
+pub const SHOT_FLAGS: [&str; 7] = [
     "-shots",
     "-shots_random",
     "-prefix",
     "-manifest",
     "-shard",
     "-shot_batch",
+    "-shot_writers",
 ];
 
 /// Splits `args` into the base flags and the shot options. `Ok(None)` when neither `-shots`
@@ -95,15 +104,19 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
         Some(s) => Shard::parse(&s)?,
         None => Shard::ALL,
     };
-    let batch = match get("-shot_batch") {
-        Some(n) => n
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| Error::flag("-shot_batch", format!("expected a positive number of shots, got '{n}'")))?,
-        None => DEFAULT_BATCH,
+    let count = |flag: &str, what: &str| -> Result<Option<usize>> {
+        get(flag)
+            .map(|n| {
+                n.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| Error::flag(flag, format!("expected a positive number of {what}, got '{n}'")))
+            })
+            .transpose()
     };
+    let batch = count("-shot_batch", "shots")?.unwrap_or(DEFAULT_BATCH);
+    let writers = count("-shot_writers", "threads")?.unwrap_or_else(default_writers);
     let prefix = get("-prefix").unwrap_or_else(|| "shot_".to_string());
     if prefix.is_empty() {
         return Err(Error::flag("-prefix", "must not be empty"));
@@ -116,6 +129,7 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
             manifest: get("-manifest").map(PathBuf::from),
             shard,
             batch,
+            writers,
         },
     )))
 }
@@ -164,6 +178,7 @@ mod tests {
             (&["-shots_random", "3", "-shot_batch", "0"], "-shot_batch"),
             (&["-shots_random", "3", "-shot_batch", "two"], "-shot_batch"),
             (&["-shot_batch", "4"], "-shot_batch"),
+            (&["-shots_random", "3", "-shot_writers", "-1"], "-shot_writers"),
         ];
         for (args, flag) in cases {
             let e = split(args).unwrap_err().to_string();

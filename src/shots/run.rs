@@ -144,17 +144,37 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         prints: &prints,
     };
     let start = Instant::now();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(1);
+    let writers = opts.writers.max(1);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
+    let rx = std::sync::Mutex::new(rx);
+    let manifest_lines = std::sync::Mutex::new(InOrder::new(Appender::open(&manifest)?));
+    let failed = std::sync::atomic::AtomicBool::new(false);
     let rendered = std::thread::scope(|s| -> Result<usize> {
-        let writer = s.spawn(|| -> Result<usize> {
-            let mut appender = Appender::open(&manifest)?;
-            let mut n = 0;
-            for r in rx {
-                write_one(&ctx, &mut appender, r)?;
-                n += 1;
-            }
-            Ok(n)
-        });
+        // writers take finished shots as they come; their manifest lines go in in render order
+        let pool: Vec<_> = (0..writers)
+            .map(|_| {
+                s.spawn(|| -> Result<usize> {
+                    let mut n = 0;
+                    while !failed.load(std::sync::atomic::Ordering::Relaxed) {
+                        let Ok(r) = rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ())) else {
+                            break;
+                        };
+                        let done = write_one(&ctx, r).and_then(|(seq, line, message)| {
+                            manifest_lines
+                                .lock()
+                                .map_err(|_| Error::Config("a writer thread panicked".into()))?
+                                .finish(seq, line, message)
+                        });
+                        if let Err(e) = done {
+                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            return Err(e);
+                        }
+                        n += 1;
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
         let mut grids: Vec<((HklSource, u64), Option<HklGrid>)> = Vec::new();
         let mut warned: BTreeSet<String> = BTreeSet::new();
         let mut failure = None;
@@ -167,7 +187,11 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         // batch with the group starts the next one
         let mut ahead: Option<Prepared> = None;
         let mut i = 0;
+        let mut seq = 0;
         'groups: while i < todo.len() {
+            if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                break; // a writer failed; its error is reported below
+            }
             let t0 = Instant::now();
             let mut group: Vec<Prepared> = Vec::new();
             while i < todo.len() && group.len() < opts.batch.max(1) {
@@ -209,6 +233,7 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
             let batch = group.len();
             for (p, image) in group.into_iter().zip(images) {
                 let msg = Rendered {
+                    seq,
                     shot: p.shot,
                     cfg: p.cfg,
                     exp: p.exp,
@@ -217,17 +242,24 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
                     batch,
                 };
                 if tx.send(msg).is_err() {
-                    break 'groups; // the writer failed; its error is reported below
+                    break 'groups; // the writers failed; the error is reported below
                 }
+                seq += 1;
             }
         }
         drop(tx);
-        let written = writer
-            .join()
-            .unwrap_or_else(|_| Err(Error::Config("the writer thread panicked".into())))?;
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(written),
+        let mut written = 0;
+        let mut error = None;
+        for w in pool {
+            match w.join() {
+                Ok(Ok(n)) => written += n,
+                Ok(Err(e)) => error = error.or(Some(e)),
+                Err(_) => error = error.or(Some(Error::Config("a writer thread panicked".into()))),
+            }
+        }
+        match (failure, error) {
+            (Some(e), _) | (None, Some(e)) => Err(e),
+            (None, None) => Ok(written),
         }
     })?;
     let seconds = start.elapsed().as_secs_f64();
@@ -270,6 +302,8 @@ fn check_supported(base: &SimConfig) -> Result<()> {
 
 /// A shot ready to be written.
 struct Rendered {
+    /// Its place in the run's render order (0, 1, …).
+    seq: usize,
     shot: Shot,
     cfg: SimConfig,
     exp: Experiment,
@@ -328,8 +362,9 @@ fn prepare(
     })
 }
 
-/// Writes a shot's files, flushes them to disk, then appends its manifest line.
-fn write_one(ctx: &Context, appender: &mut Appender, r: Rendered) -> Result<()> {
+/// Writes a shot's files and flushes them to disk; returns its place in the render order, its
+/// manifest line and the line to print once that is appended.
+fn write_one(ctx: &Context, r: Rendered) -> Result<(usize, Value, String)> {
     let t0 = Instant::now();
     let shot_err = |e: Error| Error::Shot {
         index: r.shot.index,
@@ -373,8 +408,7 @@ fn write_one(ctx: &Context, appender: &mut Appender, r: Rendered) -> Result<()> 
         "write_seconds": write_seconds,
         "seconds": r.render_seconds + write_seconds,
     });
-    appender.append(&line).map_err(shot_err)?;
-    println!(
+    let message = format!(
         "shot {:06}: max_I = {:.6e}  mean = {:.6e}  ({:.3} s render, {:.3} s write)",
         r.shot.index,
         stats["max_I"].as_f64().unwrap_or(f64::NAN),
@@ -382,7 +416,37 @@ fn write_one(ctx: &Context, appender: &mut Appender, r: Rendered) -> Result<()> 
         r.render_seconds,
         write_seconds
     );
-    Ok(())
+    Ok((r.seq, line, message))
+}
+
+/// Manifest lines appended in render order, whichever writer finishes first: a line waits
+/// until the lines of every shot rendered before it are in.
+struct InOrder {
+    appender: Appender,
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, (Value, String)>,
+}
+
+impl InOrder {
+    fn new(appender: Appender) -> Self {
+        Self {
+            appender,
+            next: 0,
+            waiting: Default::default(),
+        }
+    }
+
+    /// Shot `seq`'s files are in place: append its line, and those of later shots that were
+    /// waiting for it, printing each shot's message.
+    fn finish(&mut self, seq: usize, line: Value, message: String) -> Result<()> {
+        self.waiting.insert(seq, (line, message));
+        while let Some((line, message)) = self.waiting.remove(&self.next) {
+            self.appender.append(&line)?;
+            println!("{message}");
+            self.next += 1;
+        }
+        Ok(())
+    }
 }
 
 /// The shot's resolved parameters, in the command line's units.
