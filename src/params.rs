@@ -9,7 +9,7 @@
 //! host one ([`SceneTensors::new`]) to rounding, so one graph serves rendering and gradients.
 
 use crate::config::SimConfig;
-use crate::diff::{crystal::lattice, detector::detector_in_frame, detector::DetectorFrame, mosaic, rotation};
+use crate::diff::{crystal::lattice, detector::detector_in_frame, mosaic, rotation};
 use crate::physics::lattice::LatticeTensors;
 use crate::physics::structure_factor::HklTensor;
 use crate::scene::{tensor2, SceneTensors};
@@ -99,11 +99,7 @@ impl<B: Backend> Params<B> {
     /// The parameters of a configuration, at the values the host setup resolved, trainable.
     /// (Call [`Module::no_grad`] for constants.)
     pub fn new(cfg: &SimConfig, exp: &Experiment, device: &B::Device) -> Self {
-        let cell = cfg
-            .crystal
-            .cell
-            .map(|[a, b, c, al, be, ga]| vec![a * 1e10, b * 1e10, c * 1e10, al, be, ga])
-            .unwrap_or_else(|| vec![0.0; 6]);
+        let cell = exp.lattice.cell.unwrap_or([0.0; 6]).to_vec();
         let d = &cfg.detector;
         let det = &exp.detector;
         Self {
@@ -251,15 +247,13 @@ impl<B: Backend> Params<B> {
         device: &B::Device,
     ) -> SceneTensors<B> {
         let hd = &exp.detector;
-        let frame = DetectorFrame::from_config(&cfg.detector, hd);
         let det = detector_in_frame(
-            &frame,
+            &hd.frame,
             self.distance.val(),
             self.close_distance.as_ref().map(Param::val),
             self.beam_center.val(),
             self.detector_rotation.val(),
             self.twotheta.val(),
-            device,
         );
         let row = |v: Tensor<B, 1>| v.reshape([1, 3]);
         let basis = Tensor::cat(
@@ -268,11 +262,12 @@ impl<B: Backend> Params<B> {
         );
 
         // crystal orientations: mosaic · φ rotation of the φ = 0 lattice, C's (φ, domain) order
-        let matrix = cfg.crystal.matrix.map(|m| {
-            let k = 1e-10 / exp.lambda0;
-            [0, 1, 2].map(|j| [m[0][j] * k, m[1][j] * k, m[2][j] * k])
-        });
-        let lat = lattice(self.cell.val(), self.misset.val(), matrix, cfg.crystal.cell.is_some());
+        let lat = lattice(
+            self.cell.val(),
+            self.misset.val(),
+            exp.lattice.matrix,
+            exp.lattice.cell.is_some(),
+        );
         let abc = Tensor::cat(vec![row(lat.a), row(lat.b), row(lat.c)], 0); // [3 vectors, 3]
         let phis = self.phi.val().narrow(0, 0, 1)
             + self.phi.val().narrow(0, 1, 1) * leaf((0..exp.phi.count).map(|k| k as f64).collect(), device);

@@ -13,8 +13,21 @@ const FLAGS: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -la
 #[test]
 fn forward_on_ndarray_f32_equals_the_float_image() {
     let device = NdArrayDevice::Cpu;
-    burn::tensor::set_default_dtypes::<NdArray<f32>>(&device, DType::F32, DType::I64).unwrap();
     let args: Vec<&str> = FLAGS.split_whitespace().collect();
+    // the host setup evaluates the tensor geometry on this CPU device in f64: that must neither
+    // fix the device's default dtype (the unwrap below would fail) nor follow it once it is f32
+    let before = host_experiment(&args);
+    burn::tensor::set_default_dtypes::<NdArray<f32>>(&device, DType::F32, DType::I64).unwrap();
+    let after = host_experiment(&args);
+    assert_eq!(
+        before, after,
+        "the host geometry changed with the device's default dtype"
+    );
+    let fdet = after.detector.fdet;
+    assert!(
+        fdet.iter().any(|&x| f64::from(x as f32) != x),
+        "fdet {fdet:?} is not f64"
+    );
     let sim = Simulator::<NdArray<f32>>::from_args(&args, &device).unwrap();
     let got: Vec<f32> = sim.forward().into_data().convert::<f32>().to_vec().unwrap();
 
@@ -40,6 +53,14 @@ fn forward_on_ndarray_f32_equals_the_float_image() {
         .zip(&want)
         .filter(|(_, w)| **w == 0.0)
         .all(|(g, _)| *g == 0.0));
+}
+
+/// The host's resolution of `args`.
+fn host_experiment(args: &[&str]) -> nanobragg::Experiment {
+    let nanobragg::cli::Parsed::Run(cfg, _) = nanobragg::cli::parse_args(args).unwrap() else {
+        panic!("no run")
+    };
+    nanobragg::Experiment::new(&cfg).unwrap()
 }
 
 /// The binary's `-floatfile` image for `args` at `-precision` `precision`.

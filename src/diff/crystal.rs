@@ -11,8 +11,9 @@
 //! [`CrystalLattice::new`]: crate::setup::crystal::CrystalLattice::new
 
 use super::rotation::rotation_xyz;
-use super::{components, cross3, dot3, mat_vec3, norm3};
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use super::{components, const_vec3, cross3, dot3, mat_vec3, norm3};
+use crate::config::Vec3;
+use burn::tensor::{backend::Backend, Tensor};
 
 /// Direct and reciprocal vectors of the lattice at φ = 0, no mosaic rotation.
 #[derive(Debug, Clone)]
@@ -25,6 +26,9 @@ pub struct LatticeTensors<B: Backend> {
     pub a_star: Tensor<B, 1>,
     pub b_star: Tensor<B, 1>,
     pub c_star: Tensor<B, 1>,
+    /// Cell volume V = 1/V*, `[1]` (Å³): the cell's when one is given, else that of the
+    /// matrix's reciprocal vectors.
+    pub volume: Tensor<B, 1>,
 }
 
 /// Reciprocal vectors a*, b*, c* (`[3]` each, Å⁻¹) of the cell `[6]` (a, b, c in Å; α, β, γ in
@@ -39,7 +43,7 @@ pub struct LatticeTensors<B: Backend> {
 /// [`reciprocal_from_cell`]: crate::setup::crystal::reciprocal_from_cell
 pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3], Tensor<B, 1>) {
     let [a, b, c] = components(&cell.clone().narrow(0, 0, 3));
-    let device = cell.device();
+    let (device, dtype) = (cell.device(), cell.dtype());
     let angles = cell.narrow(0, 3, 3);
     let [alpha, beta, gamma] = components(&angles);
     let [sin_a, sin_b, sin_g] = components(&angles.clone().sin());
@@ -59,7 +63,7 @@ pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3
     let cos_gs = (cos_a * cos_b - cos_g) / (sin_a * sin_b);
     let sin_gs = c * v_inv / (a_s.clone() * b_s.clone());
 
-    let zero = Tensor::<B, 1>::zeros([1], &device);
+    let zero = Tensor::<B, 1>::zeros([1], (&device, dtype));
     let a_star = Tensor::cat(vec![a_s.clone(), zero.clone(), zero.clone()], 0);
     let b_star = Tensor::cat(vec![b_s.clone() * cos_gs.clone(), b_s * sin_gs.clone(), zero], 0);
     let c_star = Tensor::cat(
@@ -79,8 +83,8 @@ pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3
 ///   Used only when `use_cell` is true.
 /// * `misset` `[3]` (rad, about x, y, z): rotates the reciprocal vectors; zeros for none. A
 ///   random misset is drawn by the host and arrives here as its angles.
-/// * `matrix`: the `-mat` reciprocal vectors as constants, already × 1e-10/λ₀ (Å⁻¹), row-major
-///   with a*, b*, c* in columns 0, 1, 2 (the MOSFLM layout); they replace the cell's.
+/// * `matrix`: the `-mat` reciprocal vectors a*, b*, c* as constants (Å⁻¹, the file's columns
+///   already × 1e-10/λ₀); they replace the cell's.
 /// * `use_cell`: whether a cell was given; then the direct vectors are rescaled to the cell's
 ///   lengths and V* = 1/V (the cell's volume), as C does, even with `-mat`.
 ///
@@ -95,17 +99,16 @@ pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3
 pub fn lattice<B: Backend>(
     cell: Tensor<B, 1>,
     misset: Tensor<B, 1>,
-    matrix: Option<[[f64; 3]; 3]>,
+    matrix: Option<[Vec3; 3]>,
     use_cell: bool,
 ) -> LatticeTensors<B> {
     assert!(
         use_cell || matrix.is_some(),
         "a unit cell is required: give -cell or -mat"
     );
-    let device = cell.device();
     let from_cell = use_cell.then(|| reciprocal_from_cell(cell.clone()));
     let recip = match (matrix, &from_cell) {
-        (Some(m), _) => matrix_columns(&m, &device),
+        (Some(m), _) => m.map(|v| const_vec3(v, &misset)),
         (None, Some((r, _))) => r.clone(),
         (None, None) => unreachable!("checked above"),
     };
@@ -128,8 +131,9 @@ pub fn lattice<B: Backend>(
     let v_cell = v_star.clone().recip();
     let a = bc * v_cell.clone();
     let b = ca * v_cell.clone();
-    let c = ab * v_cell;
+    let c = ab * v_cell.clone();
     LatticeTensors {
+        volume: v_cell,
         a_star: cross3(&b, &c) * v_star.clone(),
         b_star: cross3(&c, &a) * v_star.clone(),
         c_star: cross3(&a, &b) * v_star,
@@ -137,11 +141,6 @@ pub fn lattice<B: Backend>(
         b: b * 1e-10,
         c: c * 1e-10,
     }
-}
-
-/// The three columns of a row-major constant matrix, `[3]` each.
-fn matrix_columns<B: Backend>(m: &[[f64; 3]; 3], device: &B::Device) -> [Tensor<B, 1>; 3] {
-    [0, 1, 2].map(|j| Tensor::from_data(TensorData::new(vec![m[0][j], m[1][j], m[2][j]], [3]), device))
 }
 
 /// `v` `[3]` rescaled to the length `len` `[1]` (`geometry::rescale` without its zero guard).
@@ -153,49 +152,39 @@ fn rescale<B: Backend>(v: Tensor<B, 1>, len: Tensor<B, 1>) -> Tensor<B, 1> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{CrystalConfig, Misset};
     use crate::diff::testing::{ad_gradient, fd_gradient, grad_err, host, max_rel, t1, uniform, Ad, B};
-    use crate::setup::crystal::CrystalLattice;
     use burn::backend::ndarray::NdArrayDevice;
 
     const LAMBDA0: f64 = 1.2e-10;
 
-    /// Host lattice and the inputs of [`lattice`] for one configuration.
-    fn case(cell: Option<[f64; 6]>, matrix: Option<[[f64; 3]; 3]>, misset: [f64; 3]) -> (CrystalLattice, Vec<f64>) {
-        let cfg = CrystalConfig {
-            cell: cell.map(|[a, b, c, al, be, ga]| [a * 1e-10, b * 1e-10, c * 1e-10, al, be, ga]),
-            matrix,
-            misset: Misset::Angles(misset),
-            ..Default::default()
+    /// The reciprocal vectors (columns) of a MOSFLM matrix at [`LAMBDA0`].
+    fn columns(m: [[f64; 3]; 3]) -> [Vec3; 3] {
+        crate::setup::crystal::matrix_reciprocal(&m, LAMBDA0)
+    }
+
+    /// The six vectors (direct in Å, reciprocal in Å⁻¹) of [`lattice`] in f64.
+    fn vectors(cell: Option<[f64; 6]>, matrix: Option<[[f64; 3]; 3]>, misset: [f64; 3]) -> [Vec3; 6] {
+        let cell_v = cell.unwrap_or([0.0; 6]);
+        let l = lattice(t1::<B>(&cell_v), t1::<B>(&misset), matrix.map(columns), cell.is_some());
+        let v = |t: Tensor<B, 1>, k: f64| {
+            let h = host(t);
+            [h[0] * k, h[1] * k, h[2] * k]
         };
-        (
-            CrystalLattice::new(&cfg, LAMBDA0).unwrap(),
-            cell.unwrap_or([0.0; 6]).to_vec(),
-        )
+        [
+            v(l.a, 1e10),
+            v(l.b, 1e10),
+            v(l.c, 1e10),
+            v(l.a_star, 1.0),
+            v(l.b_star, 1.0),
+            v(l.c_star, 1.0),
+        ]
     }
 
-    fn scaled(m: [[f64; 3]; 3]) -> [[f64; 3]; 3] {
-        m.map(|row| row.map(|x| x * 1e-10 / LAMBDA0))
-    }
-
-    fn check(cell: Option<[f64; 6]>, matrix: Option<[[f64; 3]; 3]>, misset: [f64; 3]) -> f64 {
-        let (want, cell_v) = case(cell, matrix, misset);
-        let got = lattice(t1::<B>(&cell_v), t1::<B>(&misset), matrix.map(scaled), cell.is_some());
-        let pairs = [
-            (got.a, want.a, 1e-10),
-            (got.b, want.b, 1e-10),
-            (got.c, want.c, 1e-10),
-            (got.a_star, want.a_star, 1.0),
-            (got.b_star, want.b_star, 1.0),
-            (got.c_star, want.c_star, 1.0),
-        ];
-        pairs
-            .into_iter()
-            .map(|(g, w, unit)| {
-                // relative to the vector's length (components can be ~0)
-                let len = w.iter().map(|x| x * x).sum::<f64>().sqrt();
-                max_rel(&host(g), &w, len.max(1e-3 * unit))
-            })
+    /// Largest deviation of `got` from `want`, relative to each vector's length.
+    fn worst(got: &[Vec3], want: &[Vec3]) -> f64 {
+        got.iter()
+            .zip(want)
+            .map(|(g, w)| max_rel(g, w, w.iter().map(|x| x * x).sum::<f64>().sqrt()))
             .fold(0.0, f64::max)
     }
 
@@ -210,32 +199,34 @@ mod tests {
         ]
     }
 
+    /// Independent checks of the one lattice geometry (C's printed vectors are checked in
+    /// tests/geometry.rs): the cell's lengths, C's default orientation (a* along x, b* in the
+    /// xy plane), the misset as the host's x-y-z rotation of the unrotated lattice, and a
+    /// `-mat` matrix's columns coming back as the reciprocal vectors.
     #[test]
-    fn lattice_matches_host() {
+    fn lattice_has_the_cell_orientation_and_misset() {
         let deg = |x: f64| x.to_radians();
-        let mut worst = 0.0f64;
+        let mut err = 0.0f64;
         for k in 0..6 {
-            let misset = uniform(3, -3.1, 3.1, 10 + k);
-            let misset = [misset[0], misset[1], misset[2]];
+            let r = uniform(3, -3.1, 3.1, 10 + k);
+            let misset = [r[0], r[1], r[2]];
             let l = uniform(3, 30.0, 150.0, 20 + k);
             let ang = uniform(3, 60.0, 120.0, 30 + k);
-            let cubic = [l[0], l[0], l[0], deg(90.0), deg(90.0), deg(90.0)];
             let triclinic = [l[0], l[1], l[2], deg(ang[0]), deg(ang[1]), deg(ang[2])];
             let m = some_matrix(40 + k);
-            worst = worst.max(check(Some(cubic), None, misset));
-            worst = worst.max(check(Some(triclinic), None, misset));
-            worst = worst.max(check(Some(triclinic), None, [0.0; 3]));
-            worst = worst.max(check(None, Some(m), misset));
-            worst = worst.max(check(Some(triclinic), Some(m), misset));
+            for cell in [[l[0], l[0], l[0], deg(90.0), deg(90.0), deg(90.0)], triclinic] {
+                let v0 = vectors(Some(cell), None, [0.0; 3]);
+                for (i, len) in cell[..3].iter().enumerate() {
+                    let n = v0[i].iter().map(|x| x * x).sum::<f64>().sqrt();
+                    err = err.max((n - len).abs() / len);
+                }
+                err = err.max((v0[3][1].abs() + v0[3][2].abs() + v0[4][2].abs()) / v0[3][0]);
+                let turned = v0.map(|v| crate::geometry::rotate_xyz(v, misset[0], misset[1], misset[2]));
+                err = err.max(worst(&vectors(Some(cell), None, misset), &turned));
+            }
+            err = err.max(worst(&vectors(None, Some(m), [0.0; 3])[3..], &columns(m)));
         }
-        // the host's own triclinic test cell
-        worst = worst.max(check(
-            Some([70.0, 80.0, 90.0, deg(75.0), deg(85.0), deg(95.0)]),
-            None,
-            [0.1, 0.2, 0.3],
-        ));
-        assert!(worst < 1e-13, "lattice deviates by {worst:e}");
-        println!("lattice: max relative deviation {worst:e}");
+        assert!(err < 1e-13, "lattice deviates by {err:e}");
     }
 
     /// Σ over the six vectors of v·wᵥ (direct vectors in Å so that all terms are O(1)).
@@ -258,7 +249,7 @@ mod tests {
     #[test]
     fn lattice_gradients_match_finite_differences() {
         let w = uniform(18, -1.0, 1.0, 50);
-        let m = scaled(some_matrix(60));
+        let m = columns(some_matrix(60));
         // x = [cell (6), misset (3)]
         let x = [70.0, 80.0, 90.0, 1.31, 1.48, 1.66, 0.1, -0.2, 0.3];
         for (matrix, use_cell) in [(None, true), (Some(m), true), (Some(m), false)] {

@@ -15,20 +15,20 @@
 //!   pivot BEAM: `pix0 = −Fbeam·fdet − Sbeam·sdet + distance₀·b` (m).
 //! * recomputed: `close_distance = pix0·odet`, `distance = close_distance/ratio` (m).
 //!
-//! Discrete choices (convention, pivot) and the unrotated basis are constants of a
-//! [`DetectorFrame`], taken from the host geometry.
+//! Discrete choices (convention, pivot, the unrotated basis, the near point) are constants of
+//! a [`DetectorFrame`], decided by [`DetectorGeometry::new`]. That host setup evaluates this
+//! same function in f64 ([`super::host`]) for the numbers C prints: there is one detector
+//! geometry.
 //!
-//! Omitted host guard: `ratio = 0` (detector normal perpendicular to the beam, no image) is
-//! replaced by `f64::MIN_POSITIVE` on the host; here it divides by zero. `|ratio·distance|`
-//! is differentiated as `sign(ratio·distance)·d(ratio·distance)`.
+//! `ratio = 0` (detector normal perpendicular to the beam, no image) is replaced by
+//! `f64::MIN_POSITIVE`, as C's guard. `|ratio·distance|` is differentiated as
+//! `sign(ratio·distance)·d(ratio·distance)`.
 //!
 //! [`DetectorGeometry::new`]: crate::setup::detector::DetectorGeometry::new
 
 use super::rotation::{axis_rotation, rotation_xyz};
 use super::{const_scalar, const_vec3, dot3, elem, mat_vec3};
-use crate::config::{Convention, CustomVectors, DetectorConfig, Pivot, Vec3};
-use crate::geometry::{cross, rotate_axis, rotate_xyz, scale, unitize};
-use crate::setup::detector::DetectorGeometry;
+use crate::config::{Convention, Pivot, Vec3};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// The detector's geometry as tensors.
@@ -44,6 +44,8 @@ pub struct DetectorTensors<B: Backend> {
     pub close_distance: Tensor<B, 1>,
     /// Sample to beam spot along the beam, recomputed as `close_distance/ratio`, `[1]` (m).
     pub distance: Tensor<B, 1>,
+    /// `b·(Rz·Ry·Rx·o₀)` (2θ excluded, as C), `[1]`.
+    pub ratio: Tensor<B, 1>,
 }
 
 /// The constants of a detector: what stays fixed while its continuous parameters vary.
@@ -71,118 +73,20 @@ pub struct DetectorFrame {
     pub sclose: f64,
 }
 
-impl DetectorFrame {
-    /// The frame of a resolved host detector. Fixed conventions take their unrotated basis from
-    /// the convention; CUSTOM recovers its own by undoing the host's rotation (exact up to
-    /// rounding, ~1e-16). For pivot SAMPLE the near point is invariant under the rotation, so
-    /// the host's recomputed Fclose/Sclose are the pre-rotation ones (again up to rounding).
-    pub fn from_host(host: &DetectorGeometry) -> Self {
-        let [f0, s0, o0] = match fixed_basis(host.convention) {
-            Some(basis) => basis,
-            None => [host.fdet, host.sdet, host.odet].map(|v| unorient(host, v)),
-        };
-        Self {
-            convention: host.convention,
-            pivot: host.pivot,
-            pixel_size: host.pixel_size,
-            detsize_s: host.detsize_s,
-            f0,
-            s0,
-            o0,
-            beam: host.beam,
-            twotheta_axis: host.twotheta_axis,
-            fclose: host.fclose,
-            sclose: host.sclose,
-        }
-    }
-
-    /// The frame of a host detector with the unrotated basis and the near point taken exactly
-    /// from the configuration it was resolved from (as [`DetectorGeometry::new`] does), rather
-    /// than recovered from the rotated result.
-    ///
-    /// [`DetectorGeometry::new`]: crate::setup::detector::DetectorGeometry::new
-    pub fn from_config(cfg: &DetectorConfig, host: &DetectorGeometry) -> Self {
-        let [f0, s0, o0] = match fixed_basis(host.convention) {
-            Some(basis) => basis,
-            None => custom_basis(&cfg.custom),
-        };
-        let px = host.pixel_size;
-        Self {
-            fclose: cfg.orgx.map(|o| (o - 0.5) * px).unwrap_or(host.detsize_f / 2.0),
-            sclose: cfg.orgy.map(|o| (o - 0.5) * px).unwrap_or(host.detsize_s / 2.0),
-            f0,
-            s0,
-            o0,
-            ..Self::from_host(host)
-        }
-    }
-}
-
-/// Unrotated f₀, s₀, o₀ of a fixed convention; `None` for CUSTOM.
-fn fixed_basis(convention: Convention) -> Option<[Vec3; 3]> {
-    let (x, y, z) = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]);
-    let neg = |v: Vec3| scale(v, -1.0);
-    match convention {
-        Convention::Mosflm | Convention::Denzo => Some([z, neg(y), x]),
-        Convention::Adxv => Some([x, neg(y), z]),
-        Convention::Xds | Convention::Dials => Some([x, y, z]),
-        Convention::Custom => None,
-    }
-}
-
-/// CUSTOM's unrotated f₀, s₀, o₀ from the user's vectors over MOSFLM-like defaults, unitised,
-/// with o₀ rebuilt as f₀ × s₀ when the given normal is not a unit vector (as C).
-pub(crate) fn custom_basis(c: &CustomVectors) -> [Vec3; 3] {
-    let f0 = unitize(c.fdet.unwrap_or([0.0, 0.0, 1.0])).0;
-    let s0 = unitize(c.sdet.unwrap_or([0.0, -1.0, 0.0])).0;
-    let (o_unit, o_len) = unitize(c.odet.unwrap_or([1.0, 0.0, 0.0]));
-    let o0 = if o_len != 1.0 { unitize(cross(f0, s0)).0 } else { o_unit };
-    [f0, s0, o0]
-}
-
-/// `v` with the host's orientation undone: Rx⁻¹·Ry⁻¹·Rz⁻¹·R_2θ⁻¹·v.
-fn unorient(host: &DetectorGeometry, v: Vec3) -> Vec3 {
-    let v = rotate_axis(v, host.twotheta_axis, -host.twotheta);
-    let v = rotate_xyz(v, 0.0, 0.0, -host.rotz);
-    let v = rotate_xyz(v, 0.0, -host.roty, 0.0);
-    rotate_xyz(v, -host.rotx, 0.0, 0.0)
-}
-
-/// The detector of [`DetectorGeometry::new`] as tensors, its constants taken from `host`
-/// ([`DetectorFrame::from_host`]).
+/// The detector in `frame` (the constants [`DetectorGeometry::new`] decides) as a function of
+/// its continuous parameters:
 ///
 /// * `distance` `[1]` (m): the user's `-distance` (sample to beam spot along the beam).
 /// * `close_distance` `[1]` (m): the user's `-close_distance`, if given; it overrides
 ///   `distance`.
-/// * `beam_center` `[2]` (m): (Xbeam, Ybeam) as the convention sees them (the host's
-///   `xbeam`, `ybeam`); unused by XDS and DIALS.
+/// * `beam_center` `[2]` (m): (Xbeam, Ybeam) as the convention sees them; unused by XDS and
+///   DIALS.
 /// * `rotations` `[3]` (rad): detector rotations about lab x, y, z.
-/// * `twotheta` `[1]` (rad): 2θ swing about the host's 2θ axis.
+/// * `twotheta` `[1]` (rad): 2θ swing about the frame's 2θ axis.
+///
+/// Constants are made on the device and in the dtype of `distance`.
 ///
 /// [`DetectorGeometry::new`]: crate::setup::detector::DetectorGeometry::new
-pub fn detector<B: Backend>(
-    host: &DetectorGeometry,
-    distance: Tensor<B, 1>,
-    close_distance: Option<Tensor<B, 1>>,
-    beam_center: Tensor<B, 1>,
-    rotations: Tensor<B, 1>,
-    twotheta: Tensor<B, 1>,
-    device: &B::Device,
-) -> DetectorTensors<B> {
-    let frame = DetectorFrame::from_host(host);
-    detector_in_frame(
-        &frame,
-        distance,
-        close_distance,
-        beam_center,
-        rotations,
-        twotheta,
-        device,
-    )
-}
-
-/// [`detector`] with explicit constants (see [`DetectorFrame::from_config`] for the exact
-/// ones); the parameters have the same meaning and units.
 pub fn detector_in_frame<B: Backend>(
     frame: &DetectorFrame,
     distance: Tensor<B, 1>,
@@ -190,19 +94,19 @@ pub fn detector_in_frame<B: Backend>(
     beam_center: Tensor<B, 1>,
     rotations: Tensor<B, 1>,
     twotheta: Tensor<B, 1>,
-    device: &B::Device,
 ) -> DetectorTensors<B> {
-    let vec = |v: Vec3| const_vec3::<B>(v, device);
+    let like = distance.clone();
+    let vec = |v: Vec3| const_vec3(v, &like);
     let (f0, s0, o0, beam) = (vec(frame.f0), vec(frame.s0), vec(frame.o0), vec(frame.beam));
     let r_xyz = rotation_xyz(rotations);
     let orient = axis_rotation(vec(frame.twotheta_axis), twotheta).matmul(r_xyz.clone());
-    let ratio = dot3(beam.clone(), mat_vec3(r_xyz, o0.clone()));
+    let ratio = nonzero(dot3(beam.clone(), mat_vec3(r_xyz, o0.clone())));
     let close0 = close_distance.unwrap_or_else(|| (ratio.clone() * distance).abs());
     let distance0 = close0.clone() / ratio.clone();
     let [fdet, sdet, odet] = [&f0, &s0, &o0].map(|v| mat_vec3(orient.clone(), v.clone()));
     let pix0 = match frame.pivot {
         Pivot::Sample => {
-            let [fclose, sclose] = near_point(frame, &beam_center, device);
+            let [fclose, sclose] = near_point(frame, &beam_center, &like);
             let unrotated = f0 * fclose.neg() - s0 * sclose + o0 * close0;
             mat_vec3(orient, unrotated)
         }
@@ -213,7 +117,8 @@ pub fn detector_in_frame<B: Backend>(
     };
     let close_distance = dot3(pix0.clone(), odet.clone());
     DetectorTensors {
-        distance: close_distance.clone() / ratio,
+        distance: close_distance.clone() / ratio.clone(),
+        ratio,
         close_distance,
         fdet,
         sdet,
@@ -238,9 +143,17 @@ fn beam_spot<B: Backend>(frame: &DetectorFrame, beam_center: &Tensor<B, 1>) -> [
 
 /// Near point (Fclose, Sclose), `[1]` each (m): CUSTOM's is the beam centre, the other
 /// conventions' a constant of the frame.
-fn near_point<B: Backend>(frame: &DetectorFrame, beam_center: &Tensor<B, 1>, device: &B::Device) -> [Tensor<B, 1>; 2] {
+fn near_point<B: Backend>(frame: &DetectorFrame, beam_center: &Tensor<B, 1>, like: &Tensor<B, 1>) -> [Tensor<B, 1>; 2] {
     match frame.convention {
         Convention::Custom => [elem(beam_center, 0), elem(beam_center, 1)],
-        _ => [frame.fclose, frame.sclose].map(|x| const_scalar::<B>(x, device)),
+        _ => [frame.fclose, frame.sclose].map(|x| const_scalar(x, like)),
     }
+}
+
+/// `ratio`, or the smallest positive f64 where it is exactly 0 (a detector normal
+/// perpendicular to the beam: no image, but finite numbers, as C's guard), without comparisons
+/// (a comparison would fix the device's default dtypes, see [`super::host`]). Rounds to 0 in f32.
+fn nonzero<B: Backend>(ratio: Tensor<B, 1>) -> Tensor<B, 1> {
+    let zero = ratio.clone().sign().abs().neg() + 1.0;
+    ratio + zero * f64::MIN_POSITIVE
 }

@@ -19,6 +19,7 @@
 
 pub mod crystal;
 pub mod detector;
+pub mod host;
 pub mod mosaic;
 pub mod rotation;
 
@@ -35,14 +36,22 @@ pub(crate) fn components<B: Backend>(v: &Tensor<B, 1>) -> [Tensor<B, 1>; 3] {
     [elem(v, 0), elem(v, 1), elem(v, 2)]
 }
 
-/// A constant `[3]` vector on `device`.
-pub(crate) fn const_vec3<B: Backend>(v: Vec3, device: &B::Device) -> Tensor<B, 1> {
-    Tensor::from_data(TensorData::new(v.to_vec(), [3]), device)
+/// A constant `[n]` on the device and in the float dtype of `like`: constants follow the
+/// parameters, so the host's f64 evaluation ([`host`]) stays f64 on a device whose default is
+/// f32.
+pub(crate) fn constant<B: Backend, const D: usize>(values: Vec<f64>, like: &Tensor<B, D>) -> Tensor<B, 1> {
+    let n = values.len();
+    Tensor::from_data(TensorData::new(values, [n]), (&like.device(), like.dtype()))
 }
 
-/// A constant `[1]` on `device`.
-pub(crate) fn const_scalar<B: Backend>(x: f64, device: &B::Device) -> Tensor<B, 1> {
-    Tensor::from_data(TensorData::new(vec![x], [1]), device)
+/// A constant `[3]` vector, placed as `like`.
+pub(crate) fn const_vec3<B: Backend, const D: usize>(v: Vec3, like: &Tensor<B, D>) -> Tensor<B, 1> {
+    constant(v.to_vec(), like)
+}
+
+/// A constant `[1]`, placed as `like`.
+pub(crate) fn const_scalar<B: Backend, const D: usize>(x: f64, like: &Tensor<B, D>) -> Tensor<B, 1> {
+    constant(vec![x], like)
 }
 
 /// Dot product of two `[3]` vectors → `[1]`.

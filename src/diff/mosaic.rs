@@ -12,8 +12,10 @@
 //!
 //! [`rng::mosaic_rotation`]: crate::rng::mosaic_rotation
 
+use super::host;
 use super::rotation::axis_rotations;
 use crate::config::Vec3;
+use crate::geometry::Mat3;
 use crate::rng::Ran1;
 use burn::tensor::{backend::Backend, Tensor};
 
@@ -22,6 +24,19 @@ use burn::tensor::{backend::Backend, Tensor};
 /// `(1−r₃²)^(1/3)` from [`mosaic_axes`]).
 pub fn mosaic_rotations<B: Backend>(axes: Tensor<B, 2>, scales: Tensor<B, 1>, spread: Tensor<B, 1>) -> Tensor<B, 3> {
     axis_rotations(axes, scales * spread)
+}
+
+/// The `domains` mosaic rotation matrices `Uₘ` (row-major) of a spread of `spread` (rad), drawn
+/// with `-mosaic_seed` `seed`: [`mosaic_rotations`] of [`mosaic_axes`], evaluated in f64 on the
+/// host. Domain 0, and every domain when `spread` is not positive, is the identity.
+pub fn mosaic_matrices(spread: f64, domains: usize, seed: i64) -> Vec<Mat3> {
+    let (axes, scales) = mosaic_axes(spread > 0.0, domains, seed);
+    let axes = host::matrix(axes.concat(), [domains, 3]);
+    let u = mosaic_rotations(axes, host::vector(&scales), host::vector(&[spread]));
+    host::values(u)
+        .chunks_exact(9)
+        .map(|m| [[m[0], m[1], m[2]], [m[3], m[4], m[5]], [m[6], m[7], m[8]]])
+        .collect()
 }
 
 /// The axes (unit, lab frame) and cap factors of `domains` mosaic domains, drawn with C's

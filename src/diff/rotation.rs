@@ -45,13 +45,15 @@ pub fn axis_rotations<B: Backend>(axes: Tensor<B, 2>, angles: Tensor<B, 1>) -> T
     let sin = angles.clone().sin().reshape([m, 1, 1]);
     let cos = angles.cos().reshape([m, 1, 1]);
     let outer = axes.clone().unsqueeze_dim::<3>(2) * axes.clone().unsqueeze_dim::<3>(1);
-    identities::<B>(m, &axes.device()) * cos.clone() + skew_matrices(axes) * sin + outer * (cos.neg() + 1.0)
+    identities(&axes) * cos.clone() + skew_matrices(axes) * sin + outer * (cos.neg() + 1.0)
 }
 
-/// `[M, 3, 3]` copies of the identity.
-fn identities<B: Backend>(m: usize, device: &B::Device) -> Tensor<B, 3> {
-    let one = Tensor::<B, 2>::ones([m, 1], device);
-    let zero = Tensor::<B, 2>::zeros([m, 1], device);
+/// `[M, 3, 3]` copies of the identity, one per row of `axes` `[M, 3]` (on its device, in its
+/// dtype).
+fn identities<B: Backend>(axes: &Tensor<B, 2>) -> Tensor<B, 3> {
+    let m = axes.dims()[0];
+    let one = Tensor::<B, 2>::ones([m, 1], (&axes.device(), axes.dtype()));
+    let zero = Tensor::<B, 2>::zeros([m, 1], (&axes.device(), axes.dtype()));
     let (o, z) = (one, zero);
     Tensor::cat(
         vec![
@@ -75,7 +77,7 @@ fn skew_matrices<B: Backend>(axes: Tensor<B, 2>) -> Tensor<B, 3> {
     let m = axes.dims()[0];
     let col = |j: usize| axes.clone().slice([0..m, j..j + 1]);
     let (u0, u1, u2) = (col(0), col(1), col(2));
-    let zero = Tensor::<B, 2>::zeros([m, 1], &axes.device());
+    let zero = Tensor::<B, 2>::zeros([m, 1], (&axes.device(), axes.dtype()));
     Tensor::cat(
         vec![
             zero.clone(),

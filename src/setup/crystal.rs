@@ -2,8 +2,9 @@
 //! (physics reference §5.1–5.5).
 
 use crate::config::{CrystalConfig, Misset, Vec3};
+use crate::diff::{crystal::lattice, host};
 use crate::error::{Error, Result};
-use crate::geometry::{cross, dot, norm, rescale, rotate_xyz, scale, Mat3};
+use crate::geometry::{dot, norm, Mat3};
 use crate::rng::{mosaic_rotation, umat_to_misset, Ran1};
 
 /// The resolved crystal lattice at φ = 0 and no mosaic rotation.
@@ -21,42 +22,17 @@ pub struct CrystalLattice {
     pub volume: f64,
     /// Misset angles applied (rad), if any (the random ones are reported by C).
     pub misset: Option<Vec3>,
+    /// The cell (a, b, c in Å; α, β, γ in rad) with C's defaults applied, if given.
+    pub cell: Option<[f64; 6]>,
+    /// The `-mat` reciprocal vectors a*, b*, c* before the misset (Å⁻¹), if given.
+    pub matrix: Option<[Vec3; 3]>,
 }
 
-/// Reciprocal vectors (Å⁻¹) of a direct cell (Å, rad) in C's default orientation, and the
-/// cell volume (Å³).
-pub fn reciprocal_from_cell(cell: [f64; 6]) -> ([Vec3; 3], f64) {
-    let [a, b, c, alpha, beta, gamma] = cell;
-    let s = (alpha + beta + gamma) / 2.0;
-    let skew = (s.sin() * (s - alpha).sin() * (s - beta).sin() * (s - gamma).sin()).abs();
-    let mut v = 2.0 * a * b * c * skew.sqrt();
-    if v <= 0.0 {
-        v = f64::MIN_POSITIVE;
-    }
-    let vs = 1.0 / v;
-    let guard = |x: f64| {
-        if x <= 0.0 {
-            x.abs().max(f64::MIN_POSITIVE)
-        } else {
-            x
-        }
-    };
-    let a_s = guard(b * c * alpha.sin() * vs);
-    let b_s = guard(c * a * beta.sin() * vs);
-    let c_s = guard(a * b * gamma.sin() * vs);
-    let clamp_cos = |x: f64| if x * x > 1.0 { 1.0 } else { x };
-    let cos_as = clamp_cos((beta.cos() * gamma.cos() - alpha.cos()) / (beta.sin() * gamma.sin()));
-    let cos_bs = clamp_cos((gamma.cos() * alpha.cos() - beta.cos()) / (gamma.sin() * alpha.sin()));
-    let cos_gs = clamp_cos((alpha.cos() * beta.cos() - gamma.cos()) / (alpha.sin() * beta.sin()));
-    let sin_gs = (c * vs / (a_s * b_s)).clamp(-1.0, 1.0);
-    let a_star = [a_s, 0.0, 0.0];
-    let b_star = [b_s * cos_gs, b_s * sin_gs, 0.0];
-    let c_star = [
-        c_s * cos_bs,
-        c_s * (cos_as - cos_bs * cos_gs) / sin_gs,
-        c_s * v / (a * b * c * sin_gs),
-    ];
-    ([a_star, b_star, c_star], v)
+/// The reciprocal vectors a*, b*, c* (Å⁻¹) of a MOSFLM A matrix (its columns, in units of
+/// 1/λ with λ in Å) at the wavelength `lambda0` (m).
+pub fn matrix_reciprocal(m: &[[f64; 3]; 3], lambda0: f64) -> [Vec3; 3] {
+    let k = 1e-10 / lambda0;
+    [0, 1, 2].map(|j| [m[0][j] * k, m[1][j] * k, m[2][j] * k])
 }
 
 /// Why a cell (lengths in Å, angles in rad, C's defaults already applied) describes no
@@ -121,19 +97,8 @@ impl CrystalLattice {
         if let Some(problem) = cell.and_then(cell_problem) {
             return Err(Error::flag("-cell", problem));
         }
-        let (mut recip, cell_volume) = match (cell, cfg.matrix) {
-            (None, None) => return Err(Error::Config("a unit cell is required: give -cell or -mat".into())),
-            (Some(cell), _) => {
-                let (r, v) = reciprocal_from_cell(cell);
-                (r, Some(v))
-            }
-            (None, Some(_)) => ([[0.0; 3]; 3], None),
-        };
-        if let Some(m) = cfg.matrix {
-            let k = 1e-10 / lambda0;
-            for (j, v) in recip.iter_mut().enumerate() {
-                *v = [m[0][j] * k, m[1][j] * k, m[2][j] * k];
-            }
+        if cell.is_none() && cfg.matrix.is_none() {
+            return Err(Error::Config("a unit cell is required: give -cell or -mat".into()));
         }
         let misset = match cfg.misset {
             Misset::None => None,
@@ -144,42 +109,41 @@ impl CrystalLattice {
                 Some(umat_to_misset(&u))
             }
         };
-        if let Some([mx, my, mz]) = misset {
-            for v in recip.iter_mut() {
-                *v = rotate_xyz(*v, mx, my, mz);
-            }
-        }
-        let [a_s, b_s, c_s] = recip;
-        let mut bc = cross(b_s, c_s);
-        let mut ca = cross(c_s, a_s);
-        let mut ab = cross(a_s, b_s);
-        let mut v_star = dot(a_s, bc);
-        if let (Some(cell), Some(v)) = (cell, cell_volume) {
-            bc = rescale(bc, cell[0] / v);
-            ca = rescale(ca, cell[1] / v);
-            ab = rescale(ab, cell[2] / v);
-            v_star = 1.0 / v;
-        }
-        let v_cell = 1.0 / v_star;
-        if !(v_cell.is_finite() && v_cell != 0.0) {
-            return Err(Error::Config("the unit cell has zero volume".into()));
-        }
-        let a = scale(bc, v_cell);
-        let b = scale(ca, v_cell);
-        let c = scale(ab, v_cell);
-        let a_star = scale(cross(b, c), v_star);
-        let b_star = scale(cross(c, a), v_star);
-        let c_star = scale(cross(a, b), v_star);
-        Ok(Self {
-            a: scale(a, 1e-10),
-            b: scale(b, 1e-10),
-            c: scale(c, 1e-10),
-            a_star,
-            b_star,
-            c_star,
-            volume: v_cell,
+        // the one lattice geometry (crate::diff::crystal), evaluated in f64
+        let matrix = cfg.matrix.map(|m| matrix_reciprocal(&m, lambda0));
+        let t = lattice(
+            host::vector(&cell.unwrap_or([0.0; 6])),
+            host::vector(&misset.unwrap_or([0.0; 3])),
+            matrix,
+            cell.is_some(),
+        );
+        let volume = host::scalar(t.volume);
+        let lattice = Self {
+            a: host::vec3(t.a),
+            b: host::vec3(t.b),
+            c: host::vec3(t.c),
+            a_star: host::vec3(t.a_star),
+            b_star: host::vec3(t.b_star),
+            c_star: host::vec3(t.c_star),
+            volume,
             misset,
-        })
+            cell,
+            matrix,
+        };
+        let finite = [lattice.a, lattice.b, lattice.c]
+            .iter()
+            .flatten()
+            .all(|x| x.is_finite());
+        if !(volume.is_finite() && volume != 0.0 && finite) {
+            return Err(match cfg.matrix {
+                Some(_) => Error::flag(
+                    "-mat",
+                    "the orientation matrix is singular: the unit cell has zero volume",
+                ),
+                None => Error::Config("the unit cell has zero volume".into()),
+            });
+        }
+        Ok(lattice)
     }
 
     /// Cell lengths (Å) and angles (deg), as C prints them.
@@ -200,6 +164,7 @@ impl CrystalLattice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::scale;
 
     #[test]
     fn cubic_cell_is_diagonal() {

@@ -2,8 +2,10 @@
 //! centres, as the C program resolves them (physics reference §2.2, §3, §4).
 
 use crate::config::{Convention, DetectorConfig, Pivot, Vec3};
+use crate::diff::detector::{detector_in_frame, DetectorFrame};
+use crate::diff::host;
 use crate::error::{Error, Result};
-use crate::geometry::{add, cross, dot, rotate_axis, rotate_xyz, scale, sub, unitize};
+use crate::geometry::{cross, dot, scale, sub, unitize};
 
 /// The resolved detector, lab frame, SI units (m, rad).
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +58,8 @@ pub struct DetectorGeometry {
     pub roty: f64,
     pub rotz: f64,
     pub twotheta: f64,
+    /// The constants of the detector's tensor geometry ([`detector_in_frame`]).
+    pub frame: DetectorFrame,
     pub curved: bool,
     pub point_pixel: bool,
 }
@@ -155,40 +159,28 @@ impl DetectorGeometry {
         let xclose = cfg.xclose.unwrap_or(fclose);
         let yclose = cfg.yclose.unwrap_or(sclose);
 
-        // convention block
-        let (xbeam, ybeam, fbeam, sbeam, pivot);
+        // convention block: beam-centre defaults and the pivot (the beam spot on the detector
+        // follows from them in the tensor geometry, crate::diff::detector)
+        let (xbeam, ybeam, pivot);
         match cfg.convention {
             Convention::Adxv => {
                 xbeam = cfg.xbeam.unwrap_or((detsize_f + px) / 2.0);
                 ybeam = cfg.ybeam.unwrap_or((detsize_s - px) / 2.0);
-                fbeam = xbeam;
-                sbeam = detsize_s - ybeam;
                 pivot = Pivot::Beam;
             }
             Convention::Mosflm | Convention::Denzo => {
                 xbeam = cfg.xbeam.unwrap_or((detsize_s + px) / 2.0);
                 ybeam = cfg.ybeam.unwrap_or((detsize_f + px) / 2.0);
-                let half = if cfg.convention == Convention::Mosflm {
-                    0.5 * px
-                } else {
-                    0.0
-                };
-                fbeam = ybeam + half;
-                sbeam = xbeam + half;
                 pivot = Pivot::Beam;
             }
             Convention::Xds | Convention::Dials => {
                 xbeam = cfg.xbeam.unwrap_or(xclose);
                 ybeam = cfg.ybeam.unwrap_or(yclose);
-                fbeam = xbeam;
-                sbeam = ybeam;
                 pivot = Pivot::Sample;
             }
             Convention::Custom => {
                 xbeam = cfg.xbeam.unwrap_or(xclose);
                 ybeam = cfg.ybeam.unwrap_or(yclose);
-                fbeam = xbeam;
-                sbeam = ybeam;
                 fclose = xbeam;
                 sclose = ybeam;
                 pivot = cfg.pivot;
@@ -208,25 +200,39 @@ impl DetectorGeometry {
         let twotheta_axis = unit_or_err(tt_axis, "twotheta_axis")?;
 
         let (rx, ry, rz, tt) = (cfg.rotx, cfg.roty, cfg.rotz, cfg.twotheta);
-        let orient = |v: Vec3| rotate_axis(rotate_xyz(v, rx, ry, rz), twotheta_axis, tt);
-
-        let mut ratio = dot(beam, rotate_xyz(o0, rx, ry, rz));
-        if ratio == 0.0 {
-            ratio = f64::MIN_POSITIVE;
-        }
-        let close0 = cfg.close_distance.unwrap_or((ratio * cfg.distance).abs());
-        let distance0 = close0 / ratio;
-
-        let pix0_sample = orient(add(add(scale(f0, -fclose), scale(s0, -sclose)), scale(o0, close0)));
-        let (fdet, sdet, odet) = (orient(f0), orient(s0), orient(o0));
-        let pix0 = match pivot {
-            Pivot::Sample => pix0_sample,
-            Pivot::Beam => add(add(scale(fdet, -fbeam), scale(sdet, -sbeam)), scale(beam, distance0)),
+        let frame = DetectorFrame {
+            convention: cfg.convention,
+            pivot,
+            pixel_size: px,
+            detsize_s,
+            f0,
+            s0,
+            o0,
+            beam,
+            twotheta_axis,
+            fclose,
+            sclose,
         };
+        // the one detector geometry (crate::diff::detector), evaluated in f64
+        let t = detector_in_frame(
+            &frame,
+            host::vector(&[cfg.distance]),
+            cfg.close_distance.map(|d| host::vector(&[d])),
+            host::vector(&[xbeam, ybeam]),
+            host::vector(&[rx, ry, rz]),
+            host::vector(&[tt]),
+        );
+        let (fdet, sdet, odet, pix0) = (
+            host::vec3(t.fdet),
+            host::vec3(t.sdet),
+            host::vec3(t.odet),
+            host::vec3(t.pix0),
+        );
+        let (ratio, close_distance) = (host::scalar(t.ratio), host::scalar(t.close_distance));
 
+        // what C prints: the near point and beam spot recomputed from the result
         let fclose = -dot(pix0, fdet);
         let sclose = -dot(pix0, sdet);
-        let close_distance = dot(pix0, odet);
         let spot = sub(scale(beam, close_distance / ratio), pix0);
         let dials_origin = [1000.0 * pix0[2], 1000.0 * pix0[1], -1000.0 * pix0[0]];
         Ok(Self {
@@ -246,7 +252,7 @@ impl DetectorGeometry {
             spindle,
             twotheta_axis,
             ratio,
-            distance: close_distance / ratio,
+            distance: host::scalar(t.distance),
             close_distance,
             fbeam: dot(spot, fdet),
             sbeam: dot(spot, sdet),
@@ -263,6 +269,7 @@ impl DetectorGeometry {
             roty: ry,
             rotz: rz,
             twotheta: tt,
+            frame,
             curved: cfg.curved,
             point_pixel: cfg.point_pixel,
         })

@@ -14,9 +14,8 @@ pub mod sources;
 
 use crate::config::{CrystalShape, HklSource, Roi, SimConfig};
 use crate::error::{Error, Result};
-use crate::geometry::{norm, Mat3, IDENTITY};
+use crate::geometry::{norm, Mat3};
 use crate::io::hkl::HklGrid;
-use crate::rng::{mosaic_rotation, Ran1};
 pub use crystal::CrystalLattice;
 pub use detector::DetectorGeometry;
 pub use pixels::{ActivePixels, RoiRect, Span, Spans};
@@ -282,15 +281,13 @@ impl Experiment {
             return Err(Error::Config("no sources survive the divergence trimming".into()));
         }
 
-        let mut rng = Ran1::new(-xtal_cfg.mosaic_seed);
-        let mut mosaic_umats = Vec::new();
-        mosaic_umats
-            .try_reserve_exact(domains)
-            .map_err(|_| Error::flag("-mosaic_domains", format!("cannot allocate {domains} mosaic domains")))?;
-        for m in 0..domains {
-            let u = mosaic_rotation(mosaic_spread, &mut rng);
-            mosaic_umats.push(if m == 0 { IDENTITY } else { u });
+        if Vec::<Mat3>::new().try_reserve_exact(domains).is_err() {
+            return Err(Error::flag(
+                "-mosaic_domains",
+                format!("cannot allocate {domains} mosaic domains"),
+            ));
         }
+        let mosaic_umats = crate::diff::mosaic::mosaic_matrices(mosaic_spread, domains, xtal_cfg.mosaic_seed);
 
         let water_size = samp.water_size;
         let i_bg = WATER_F * WATER_F * R_E_SQR * fluence * water_size.powi(3) * 1e6 * AVOGADRO / WATER_MW;
