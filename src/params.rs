@@ -9,7 +9,7 @@
 //! host one ([`SceneTensors::new`]) to rounding, so one graph serves rendering and gradients.
 
 use crate::config::SimConfig;
-use crate::diff::{crystal::lattice, detector::detector_in_frame, mosaic, rotation};
+use crate::diff::{crystal::lattice, detector::detector_in_frame, mosaic, orientation};
 use crate::physics::lattice::LatticeTensors;
 use crate::physics::structure_factor::HklTensor;
 use crate::scene::{tensor2, SceneTensors};
@@ -268,54 +268,21 @@ impl<B: Backend> Params<B> {
             exp.lattice.matrix,
             exp.lattice.cell.is_some(),
         );
-        let abc = Tensor::cat(vec![row(lat.a), row(lat.b), row(lat.c)], 0); // [3 vectors, 3]
+        let abc = Tensor::cat(vec![row(lat.a.clone()), row(lat.b.clone()), row(lat.c.clone())], 0); // [3 vectors, 3]
         let phis = self.phi.val().narrow(0, 0, 1)
             + self.phi.val().narrow(0, 1, 1) * leaf((0..exp.phi.count).map(|k| k as f64).collect(), device);
-        let spindle = leaf(hd.spindle.to_vec(), device)
-            .reshape([1, 3])
-            .expand([exp.phi.count, 3]);
-        let r_phi = rotation::axis_rotations(spindle, phis); // [Φ, 3, 3]
         let domains = exp.mosaic_umats.len();
         let (axes, scales) = mosaic::mosaic_axes(exp.mosaic_spread > 0.0, domains, cfg.crystal.mosaic_seed);
         let axes = tensor2(axes.concat(), [domains, 3], device);
         let u = mosaic::mosaic_rotations(axes, leaf(scales, device), self.mosaic_spread.val()); // [M, 3, 3]
-        let np = exp.phi.count;
-        // M_{φ,m} = U_m · R_φ, as [Φ·M, 3, 3]
-        let rots = u
-            .unsqueeze_dim::<4>(0)
-            .expand([np, domains, 3, 3])
-            .reshape([np * domains, 3, 3])
-            .matmul(
-                r_phi
-                    .unsqueeze_dim::<4>(1)
-                    .expand([np, domains, 3, 3])
-                    .reshape([np * domains, 3, 3]),
-            );
-        let nr = np * domains;
-        // rotated vectors v' = M·v for v in a, b, c: [Φ·M, 3 (xyz), 3 (a,b,c)]
-        let rotated = rots.matmul(abc.transpose().unsqueeze_dim::<3>(0).expand([nr, 3, 3]));
+        let rots = orientation::crystal_rotations(leaf(hd.spindle.to_vec(), device), phis, u);
 
         // sources: generated ones scale with λ0; a file's λ column is fixed
         let s = exp.sources.len();
         let inv_lambda = self.source_inv_lambda(cfg, exp, device); // [1, S]
         let incident: Vec<f64> = exp.sources.iter().flat_map(|src| src.incident).collect();
         let incident = tensor2(incident, [s, 3], device);
-        let c = s * nr;
-        let mut coef_cols = Vec::with_capacity(3);
-        let mut offset_cols = Vec::with_capacity(3);
-        for v in 0..3 {
-            let vecs = rotated.clone().narrow(2, v, 1).reshape([nr, 3]); // [Φ·M, 3]
-                                                                         // coefficient columns v/λ_s for (s, r): [3, S·Φ·M]. The unit axis is added before
-                                                                         // the axes are swapped: reshaping a transposed view with a unit axis is what burn
-                                                                         // 0.21's cube backends got wrong (vendor/README.md), so this holds even without
-                                                                         // the patched burn-std.
-            let cols = vecs.clone().reshape([nr, 1, 3]).swap_dims(0, 2).expand([3, s, nr])
-                * inv_lambda.clone().reshape([1, s, 1]);
-            coef_cols.push(cols.reshape([3, c]));
-            // offsets v·i_s/λ_s: [1, S·Φ·M]
-            let off = incident.clone().matmul(vecs.transpose()) * inv_lambda.clone().reshape([s, 1]);
-            offset_cols.push(off.reshape([1, c]));
-        }
+        let (coef, offset) = orientation::orientation_coefficients(rots, abc, inv_lambda.clone(), incident);
         let scalar = |t: &Tensor<B, 1>| t.clone().reshape([1, 1]);
         let default_f = scalar(&self.default_f.val());
         let hkl = host.hkl.as_ref().map(|g| HklTensor {
@@ -331,8 +298,8 @@ impl<B: Backend> Params<B> {
         // C's I_bg = F_w²·r_e²·fluence·(water size)³·10⁶·N_A/M_w
         let i_bg = scalar(&self.fluence.val()) * scalar(&self.water_size.val()).powi_scalar(3) * WATER_BACKGROUND;
         SceneTensors {
-            coef: Tensor::cat(coef_cols, 1),
-            offset: Tensor::cat(offset_cols, 1),
+            coef,
+            offset,
             inv_lambda,
             basis,
             pix0: row(det.pix0),

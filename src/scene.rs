@@ -1,7 +1,8 @@
 //! The bridge from host setup to tensors: flat f64 arrays of everything the physics stages
 //! consume, laid out in the shapes the stages expect, and their upload to a device.
 
-use crate::geometry::{axis_rotation, cross, dot, mat_mul, mat_vec, unitize, Mat3, IDENTITY};
+use crate::diff::{host, orientation};
+use crate::geometry::{cross, unitize, Mat3};
 use crate::physics::lattice::{LatticeShape, LatticeTensors};
 use crate::physics::structure_factor::HklTensor;
 use crate::setup::Experiment;
@@ -38,43 +39,45 @@ pub struct Scene {
     pub lattice: LatticeShape,
 }
 
-/// Spindle-then-mosaic rotation of every (φ step, domain), in C's order.
+/// Spindle-then-mosaic rotation of every (φ step, domain), in C's order: the tensor
+/// [`orientation::crystal_rotations`] evaluated in f64 on the host.
 pub fn crystal_rotations(exp: &Experiment) -> Vec<Mat3> {
-    let mut out = Vec::with_capacity(exp.phi.count * exp.mosaic_umats.len());
-    for p in 0..exp.phi.count {
-        let r_phi = axis_rotation(exp.detector.spindle, exp.phi_at(p));
-        for u in &exp.mosaic_umats {
-            let m = if exp.mosaic_spread > 0.0 { *u } else { IDENTITY };
-            out.push(mat_mul(&m, &r_phi));
-        }
-    }
-    out
+    let values = host::values(host_rotations(exp));
+    values
+        .chunks_exact(9)
+        .map(|m| [[m[0], m[1], m[2]], [m[3], m[4], m[5]], [m[6], m[7], m[8]]])
+        .collect()
+}
+
+/// [`crystal_rotations`] as a host tensor `[Φ·M, 3, 3]`.
+fn host_rotations(exp: &Experiment) -> Tensor<host::Host, 3> {
+    let phis: Vec<f64> = (0..exp.phi.count).map(|p| exp.phi_at(p)).collect();
+    let domains = exp.mosaic_umats.len();
+    let umats: Vec<f64> = exp.mosaic_umats.iter().flatten().flatten().copied().collect();
+    let umats = host::matrix(umats, [domains, 9]).reshape([domains, 3, 3]);
+    orientation::crystal_rotations(host::vector(&exp.detector.spindle), host::vector(&phis), umats)
 }
 
 impl Scene {
-    /// Lay out an experiment for the stages.
+    /// Lay out an experiment for the stages: its orientation coefficients from the tensor
+    /// geometry ([`orientation`]) evaluated in f64 on the host, as the differentiable scene
+    /// computes them from the parameters.
     pub fn new(exp: &Experiment) -> Self {
-        let rots = crystal_rotations(exp);
-        let s = exp.sources.len();
-        let c = s * rots.len();
         let lat = &exp.lattice;
-        let mut coef = vec![0.0; 9 * c];
-        let mut offset = vec![0.0; 3 * c];
-        let mut source_of = Vec::with_capacity(c);
-        for (si, src) in exp.sources.iter().enumerate() {
-            for (ri, m) in rots.iter().enumerate() {
-                let ci = si * rots.len() + ri;
-                source_of.push(si);
-                for (vi, v0) in [lat.a, lat.b, lat.c].into_iter().enumerate() {
-                    let v = mat_vec(m, v0);
-                    let col = vi * c + ci;
-                    for axis in 0..3 {
-                        coef[axis * 3 * c + col] = v[axis] / src.lambda;
-                    }
-                    offset[col] = dot(v, src.incident) / src.lambda;
-                }
-            }
-        }
+        let s = exp.sources.len();
+        let abc = host::matrix([lat.a, lat.b, lat.c].concat(), [3, 3]);
+        let inv_lambda: Vec<f64> = exp.sources.iter().map(|src| 1.0 / src.lambda).collect();
+        let incident: Vec<f64> = exp.sources.iter().flat_map(|src| src.incident).collect();
+        let (coef, offset) = orientation::orientation_coefficients(
+            host_rotations(exp),
+            abc,
+            host::matrix(inv_lambda.clone(), [1, s]),
+            host::matrix(incident, [s, 3]),
+        );
+        let (coef, offset) = (host::values(coef), host::values(offset));
+        let c = offset.len() / 3;
+        let per_source = c / s;
+        let source_of = (0..c).map(|ci| ci / per_source).collect();
         let mut incident_t = vec![0.0; 3 * s];
         let mut e_in_t = vec![0.0; 3 * s];
         let mut b_in_t = vec![0.0; 3 * s];
@@ -98,7 +101,7 @@ impl Scene {
             coef,
             offset,
             incident_t,
-            inv_lambda: exp.sources.iter().map(|s| 1.0 / s.lambda).collect(),
+            inv_lambda,
             e_in_t,
             b_in_t,
             basis: [d.fdet, d.sdet, d.odet].concat(),

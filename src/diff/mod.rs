@@ -21,6 +21,7 @@ pub mod crystal;
 pub mod detector;
 pub mod host;
 pub mod mosaic;
+pub mod orientation;
 pub mod rotation;
 
 use crate::config::Vec3;
