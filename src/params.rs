@@ -13,10 +13,7 @@ use crate::diff::{crystal::lattice, detector::detector_in_frame, mosaic, orienta
 use crate::physics::lattice::LatticeTensors;
 use crate::physics::structure_factor::HklTensor;
 use crate::scene::{tensor2, SceneTensors};
-use crate::setup::{Experiment, AVOGADRO, R_E_SQR, WATER_F, WATER_MW};
-
-/// I_bg per unit fluence and cubic metre of water: F_w²·r_e²·10⁶·N_A/M_w (C's formula).
-const WATER_BACKGROUND: f64 = WATER_F * WATER_F * R_E_SQR * 1e6 * AVOGADRO / WATER_MW;
+use crate::setup::{Experiment, WATER_BACKGROUND};
 use burn::module::{Module, Param};
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 

@@ -29,6 +29,9 @@ pub const AVOGADRO: f64 = 6.02214179e23;
 /// Forward structure factor and molar mass (g/mol) of water, for the background.
 pub const WATER_F: f64 = 2.57;
 pub const WATER_MW: f64 = 18.0;
+/// The water background I_bg per unit fluence and cubic metre of water:
+/// F_w²·r_e²·10⁶·N_A/M_w (C's formula; I_bg = this · fluence · water size³).
+pub const WATER_BACKGROUND: f64 = WATER_F * WATER_F * R_E_SQR * 1e6 * AVOGADRO / WATER_MW;
 
 /// Structure factors: a dense HKL grid (if any) and the value outside it.
 #[derive(Debug, Clone, PartialEq)]
@@ -290,7 +293,7 @@ impl Experiment {
         let mosaic_umats = crate::diff::mosaic::mosaic_matrices(mosaic_spread, domains, xtal_cfg.mosaic_seed);
 
         let water_size = samp.water_size;
-        let i_bg = WATER_F * WATER_F * R_E_SQR * fluence * water_size.powi(3) * 1e6 * AVOGADRO / WATER_MW;
+        let i_bg = fluence * water_size.powi(3) * WATER_BACKGROUND;
         // representable: resources::check bounded every factor
         let steps = [domains, phi.count, oversample, oversample]
             .iter()
