@@ -37,15 +37,8 @@ fn printed_statistics_match_c() {
     let Some(dir) = common::golden_dir() else { return };
     // f64 on the CPU device before the engine's first render (which keeps it)
     let cpu = common::f64_device();
-    let text = std::fs::read_to_string(dir.join("cases.json")).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let logs: Vec<String> = json["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| std::fs::read_to_string(dir.join(c["c_stdout"].as_str().unwrap())).unwrap())
-        .collect();
-    for (case, log) in common::cases(&dir).iter().zip(&logs) {
+    for case in common::cases(&dir) {
+        let log = &case.c_stdout;
         let Parsed::Run(mut cfg, _) = parse_args(&case.args).unwrap() else {
             panic!()
         };

@@ -30,6 +30,8 @@ pub struct Case {
     pub spixels: usize,
     pub image: Vec<f32>,
     pub other_outputs: serde_json::Value,
+    /// What the C program printed (its stdout).
+    pub c_stdout: String,
 }
 
 /// All cases of `cases.json`, with file arguments made absolute.
@@ -66,6 +68,7 @@ pub fn cases(dir: &std::path::Path) -> Vec<Case> {
                 spixels: c["spixels"].as_u64().unwrap() as usize,
                 image,
                 other_outputs: c["other_outputs"].clone(),
+                c_stdout: std::fs::read_to_string(dir.join(c["c_stdout"].as_str().unwrap())).expect("C's stdout"),
             }
         })
         .collect()
