@@ -33,14 +33,12 @@ pub struct LatticeTensors<B: Backend> {
 
 /// Reciprocal vectors a*, b*, c* (`[3]` each, Å⁻¹) of the cell `[6]` (a, b, c in Å; α, β, γ in
 /// rad) in C's default orientation (a* along x, b* in the xy plane), and the volume V (`[1]`,
-/// Å³): the tensor form of [`reciprocal_from_cell`].
+/// Å³), as C computes them.
 ///
-/// Omitted host clamps, all inactive for a cell that exists (angles in (0, π) with
-/// α + β + γ < 2π and each angle below the sum of the other two): V ≤ 0 → MIN_POSITIVE,
-/// non-positive reciprocal lengths → |x|, cos α*, cos β*, cos γ* with x² > 1 → 1 and
-/// sin γ* clamped to [−1, 1].
-///
-/// [`reciprocal_from_cell`]: crate::setup::crystal::reciprocal_from_cell
+/// C's clamps are left out, all inactive for a cell that exists (angles in (0, π) with
+/// α + β + γ < 2π and each angle below the sum of the other two), which the host setup checks
+/// before (`setup::crystal::cell_problem`): V ≤ 0 → MIN_POSITIVE, non-positive reciprocal
+/// lengths → |x|, cos α*, cos β*, cos γ* with x² > 1 → 1 and sin γ* clamped to [−1, 1].
 pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3], Tensor<B, 1>) {
     let [a, b, c] = components(&cell.clone().narrow(0, 0, 3));
     let (device, dtype) = (cell.device(), cell.dtype());
@@ -88,8 +86,9 @@ pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3
 /// * `use_cell`: whether a cell was given; then the direct vectors are rescaled to the cell's
 ///   lengths and V* = 1/V (the cell's volume), as C does, even with `-mat`.
 ///
-/// Omitted host clamps: those of [`reciprocal_from_cell`], and `rescale`'s guard of a zero
-/// cross product (it cannot be zero for a cell with a volume).
+/// C's clamps are left out: those of [`reciprocal_from_cell`], and the guard of a zero cross
+/// product in rescaling (it cannot be zero for a cell with a volume; the host setup refuses a
+/// singular `-mat`).
 ///
 /// # Panics
 /// If neither a cell (`use_cell`) nor a matrix is given (the host reports that as a

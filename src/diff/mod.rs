@@ -1,14 +1,15 @@
-//! Differentiable setup: the host geometry of [`crate::setup`] (plain f64) rewritten as
-//! backend-generic tensor functions, so that gradients flow from the continuous parameters
-//! (cell, misset, detector distance, beam centre, rotations, 2θ, mosaic spread) to everything
-//! the physics stages consume.
+//! The geometry, written once: backend-generic tensor functions from the continuous parameters
+//! (cell, misset, detector distance, beam centre, rotations, 2θ, mosaic spread, φ) to
+//! everything the physics stages consume, so that gradients flow through them.
 //!
-//! Each function maps explicit parameter tensors to geometry tensors and is numerically the
-//! same as its host counterpart (to rounding, ~1e-15 relative in f64); the host functions stay
-//! the reference and are what the tests compare against. Discrete choices (convention, pivot,
-//! which of `-cell`/`-mat` was given, the random draws of the mosaic domains) are host
-//! constants; only continuous quantities are tensors, so each can later be a leaf tensor with
-//! `require_grad` in a parameter struct.
+//! Each function maps explicit parameter tensors to geometry tensors. The host setup
+//! ([`crate::setup`]) decides the discrete choices (convention, pivot, which of `-cell`/`-mat`
+//! was given, the random draws of the mosaic domains and of a random misset) and evaluates these
+//! same functions in f64 ([`host`]) for the numbers C resolves and prints; [`crate::params`]
+//! evaluates them on parameter tensors for the differentiable scene. Constants are created on
+//! the device and in the dtype of the parameters they meet. Tests compare the result with the
+//! geometry C printed (`tests/geometry.rs`) and with the reference's geometry built from scalar
+//! rotations (`tests/diff_geometry.rs`, the unit tests here).
 //!
 //! Units: lengths in metres except where noted (the crystal cell in Å, reciprocal vectors in
 //! Å⁻¹, as the host), angles in radians. Vectors are `[3]` tensors, rotation matrices `[3, 3]`
