@@ -195,8 +195,8 @@ impl Engine {
     }
 
     /// The options this engine renders with: `base`, with the engine's chunking. The CPU keeps
-    /// `base` as it is; wgpu uses one worker (the device is shared, and llvmpipe already uses
-    /// every core) and chunks of up to [`WGPU_CHUNK_ELEMENTS`] unless `base` sets a cap.
+    /// `base` as it is; wgpu uses one worker (the device is shared, and llvmpipe already runs
+    /// `LP_NUM_THREADS` threads, see [`crate::threads::apply_process_wide`]) and chunks of up to [`WGPU_CHUNK_ELEMENTS`] unless `base` sets a cap.
     pub fn options(&self, base: &RenderOptions) -> RenderOptions {
         match self {
             Engine::Cpu { .. } => base.clone(),
@@ -214,10 +214,7 @@ impl Engine {
     /// adapter, driver and graphics API). Fails with [`Error::Engine`] naming the engine.
     pub fn probe(&self) -> Result<String> {
         match self {
-            Engine::Cpu { .. } => Ok(format!(
-                "burn-ndarray on {} CPU threads",
-                std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-            )),
+            Engine::Cpu { .. } => Ok("burn-ndarray on the CPU".into()),
             Engine::Wgpu { .. } => wgpu_probe().map_err(|message| Error::Engine {
                 engine: self.name().into(),
                 message,

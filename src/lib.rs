@@ -31,6 +31,7 @@ pub mod setup;
 pub mod shots;
 pub mod simulate;
 pub mod simulator;
+pub mod threads;
 pub mod trace;
 pub mod workers;
 

@@ -41,7 +41,8 @@ pub use crate::drive::Progress;
 pub struct RenderOptions {
     /// Budget for intermediate tensors, all threads together (bytes).
     pub memory_budget: usize,
-    /// Worker threads (default: available cores).
+    /// Worker threads (default: `OMP_NUM_THREADS`, else `RAYON_NUM_THREADS`, else the cores;
+    /// see [`crate::threads`]).
     pub threads: usize,
     /// Cap on the elements of one `[samples, orientations]` intermediate; `None` = cache-sized
     /// (2^15, best for the CPU engine). Accelerators want far larger chunks (bounded by the
@@ -58,7 +59,7 @@ impl Default for RenderOptions {
     fn default() -> Self {
         Self {
             memory_budget: DEFAULT_MEMORY_BUDGET,
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            threads: crate::threads::default_count(),
             max_chunk_elements: None,
             assemble_on_device: false,
             progress: None,

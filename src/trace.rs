@@ -3,7 +3,7 @@
 //! and capture fraction), printing the intermediate values like C's trace.
 //!
 //! It serves `-trace_pixel` / `-printout_pixel`, and as an independent check of the tensor
-//! engine: its value must equal the rendered pixel (see `tests/trace.rs`).
+//! engine: its value must equal the rendered pixel (see `tests/integration/trace.rs`).
 
 use crate::config::CrystalShape;
 use crate::config::Vec3;

@@ -73,6 +73,8 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
         }
         Parsed::Run(cfg, opts) => (*cfg, opts),
     };
+    // before any pool or adapter starts: llvmpipe reads its thread count when it loads
+    let threads = run_opts.apply_threads()?;
     let engine = run_opts.engine()?;
     check_output_dirs(&cfg)?;
     let grid = load_structure_factors(&cfg)?;
@@ -90,7 +92,7 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     if engine != Engine::default() {
         writeln!(con, "engine: {} on {device}", engine.name())?;
     }
-    let image = engine.render(&exp, &render_options(&cfg, &run_opts))?;
+    let image = engine.render(&exp, &render_options(&cfg, &run_opts, threads))?;
     check_finite(&image, run_opts.allow_nonfinite, con)?;
     if image.interpolation_fell_back {
         writeln!(
@@ -103,7 +105,7 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     }
     print_traces(&cfg, &exp, con)?;
     write_outputs(&cfg, &exp, &image, con)?;
-    write_derivatives(&cfg, &exp, &run_opts, con)
+    write_derivatives(&cfg, &exp, &render_options(&cfg, &run_opts, threads), &run_opts, con)
 }
 
 /// Reports pixels that are not finite numbers. Infinity is an overflow of the f32 range, which
@@ -140,7 +142,13 @@ fn check_finite(image: &Image, allow_nan: bool, con: &mut Out) -> Result<()> {
 }
 
 /// `-derivative NAME FILE`: exact per-pixel derivatives, raw f32 like `-floatfile`.
-fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions, con: &mut Out) -> Result<()> {
+fn write_derivatives(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    render: &RenderOptions,
+    run_opts: &RunOptions,
+    con: &mut Out,
+) -> Result<()> {
     let wanted = &cfg.output.derivatives;
     if wanted.is_empty() {
         return Ok(());
@@ -148,7 +156,7 @@ fn write_derivatives(cfg: &SimConfig, exp: &Experiment, run_opts: &RunOptions, c
     let names: Vec<&str> = wanted.iter().map(|(n, _)| n.as_str()).collect();
     let opts = RenderOptions {
         progress: None,
-        ..render_options(cfg, run_opts)
+        ..render.clone()
     };
     let images = run_opts.engine()?.derivatives(cfg, exp, &names, &opts)?;
     for ((_, path), d) in wanted.iter().zip(images) {
@@ -299,8 +307,11 @@ fn check_output_dirs(cfg: &SimConfig) -> Result<()> {
     Ok(())
 }
 
-fn render_options(cfg: &SimConfig, opts: &RunOptions) -> RenderOptions {
-    let mut r = RenderOptions::default();
+fn render_options(cfg: &SimConfig, opts: &RunOptions, threads: usize) -> RenderOptions {
+    let mut r = RenderOptions {
+        threads,
+        ..RenderOptions::default()
+    };
     if let Some(b) = opts.memory_budget_bytes {
         r.memory_budget = b;
     }

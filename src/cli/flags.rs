@@ -134,6 +134,7 @@ pub(crate) enum Opt {
     Fusion,
     Precision,
     MemoryMb,
+    Nthreads,
     AllowNonfinite,
 }
 
@@ -345,6 +346,7 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     ("-fusion", Opt::Fusion),
     ("-precision", Opt::Precision),
     ("-memory_mb", Opt::MemoryMb),
+    ("-nthreads", Opt::Nthreads),
     ("-allow_nonfinite", Opt::AllowNonfinite),
 ];
 

@@ -62,6 +62,9 @@ pub struct RunOptions {
     pub fusion: Option<bool>,
     /// `-memory_mb N`: cap on the working memory of one pixel chunk, in bytes.
     pub memory_budget_bytes: Option<usize>,
+    /// `-nthreads N`: threads a run may keep busy; `None`: the environment's or the cores
+    /// ([`crate::threads::resolve`]).
+    pub threads: Option<usize>,
     /// `-allow_nonfinite`: NaN pixels are a warning instead of an error.
     pub allow_nonfinite: bool,
 }
@@ -70,6 +73,15 @@ impl RunOptions {
     /// The engine these options select (see [`Engine::select`]; reads `NANOBRAGG_FUSION`).
     pub fn engine(&self) -> Result<Engine> {
         Engine::select(self.engine, self.precision, self.fusion)
+    }
+
+    /// The threads this run may keep busy (`-nthreads`, else `OMP_NUM_THREADS`, else
+    /// `RAYON_NUM_THREADS`, else the cores), applied to the process-wide pools: call once,
+    /// before rendering (see [`crate::threads`]).
+    pub fn apply_threads(&self) -> Result<usize> {
+        let threads = crate::threads::resolve(self.threads)?;
+        crate::threads::apply_process_wide(threads);
+        Ok(threads)
     }
 }
 
@@ -905,6 +917,14 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
                 .and_then(|n| n.checked_mul(1 << 20))
                 .ok_or_else(|| v.err(format!("expected a positive number of MiB, got '{}'", v.text(0))))?;
             st.opts.memory_budget_bytes = Some(bytes);
+        }
+        Opt::Nthreads => {
+            let n = v.int(0)?;
+            let n = usize::try_from(n)
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| v.err(format!("expected a positive number of threads, got '{}'", v.text(0))))?;
+            st.opts.threads = Some(n);
         }
         Opt::AllowNonfinite => st.opts.allow_nonfinite = true,
     }

@@ -588,6 +588,8 @@ fn malformed_values_are_errors() {
     assert_flag_err(&["-precision", "f16"], "-precision", "'f16'");
     assert_flag_err(&["-memory_mb", "0"], "-memory_mb", "'0'");
     assert_flag_err(&["-memory_mb", "-4"], "-memory_mb", "'-4'");
+    assert_flag_err(&["-nthreads", "0"], "-nthreads", "'0'");
+    assert_flag_err(&["-nthreads", "-2"], "-nthreads", "'-2'");
     // The error text names the flag.
     let msg = err(&["-distance", "abc"]).to_string();
     assert!(msg.contains("-distance") && msg.contains("abc"), "{msg}");
@@ -766,7 +768,16 @@ fn output_switches() {
 
 #[test]
 fn run_options() {
-    let (_, o) = run(&["-engine", "cpu", "-precision", "f32", "-memory_mb", "512"]);
+    let (_, o) = run(&[
+        "-engine",
+        "cpu",
+        "-precision",
+        "f32",
+        "-memory_mb",
+        "512",
+        "-nthreads",
+        "3",
+    ]);
     assert_eq!(
         o,
         RunOptions {
@@ -774,9 +785,11 @@ fn run_options() {
             precision: Some(Precision::F32),
             fusion: None,
             memory_budget_bytes: Some(512 << 20),
+            threads: Some(3),
             allow_nonfinite: false,
         }
     );
+    assert_eq!(run(&[]).1.threads, None);
     assert!(run(&["-allow_nonfinite"]).1.allow_nonfinite);
     let (_, o) = run(&["-precision", "f32", "-precision", "f64"]);
     assert_eq!(o.precision, Some(Precision::F64));

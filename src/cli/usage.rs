@@ -133,6 +133,9 @@ Port options
   -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
   -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
+  -nthreads N               threads to keep busy: CPU workers, burn's own parallel work,
+                            llvmpipe (default OMP_NUM_THREADS, else RAYON_NUM_THREADS, else
+                            every core this process may run on)
   -allow_nonfinite          write the images even when pixels are NaN (otherwise an error,
                             exit 9); infinite pixels (an overflow, as in C) only warn
   -h, -help, --help         this text
@@ -151,7 +154,7 @@ Many shots (docs/many-shots.md)
                             shots its manifest lists with intact files
   -shot_batch N             render up to N consecutive shots that differ only in orientation and
                             fluence in one batched graph (8; 1 = one shot at a time)
-  -shot_writers N           threads writing the finished shots' files (half the cores, at
+  -shot_writers N           threads writing the finished shots' files (half of -nthreads, at
                             least 2); manifest lines stay in render order
                             (-seed S is the base seed of every shot's noise seed; default 0)
 ";

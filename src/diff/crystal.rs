@@ -199,7 +199,7 @@ mod tests {
     }
 
     /// Independent checks of the one lattice geometry (C's printed vectors are checked in
-    /// tests/geometry.rs): the cell's lengths, C's default orientation (a* along x, b* in the
+    /// tests/integration/geometry.rs): the cell's lengths, C's default orientation (a* along x, b* in the
     /// xy plane), the misset as the host's x-y-z rotation of the unrotated lattice, and a
     /// `-mat` matrix's columns coming back as the reciprocal vectors.
     #[test]

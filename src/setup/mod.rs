@@ -265,7 +265,7 @@ impl Experiment {
             oversample_given: samp.oversample.is_some_and(|n| n > 0),
             layers: sensor.layers,
             all_orientations: samp.oversample_thick || samp.oversample_polar || samp.oversample_omega || interpolate,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: crate::threads::default_count(),
         })?;
 
         let sources = match &beam_cfg.sources {

@@ -28,14 +28,9 @@ pub struct ShotOptions {
     /// `-shot_batch N`: at most N consecutive shots that differ only in orientation and
     /// fluence render in one batched graph (default [`DEFAULT_BATCH`]; 1 = one at a time).
     pub batch: usize,
-    /// `-shot_writers N`: threads writing finished shots' files (default [`default_writers`]).
-    pub writers: usize,
-}
-
-/// Writer threads when `-shot_writers` is not given: half the cores, at least two (measured
-/// in docs/many-shots.md; idle writers cost nothing).
-pub fn default_writers() -> usize {
-    (std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) / 2).max(2)
+    /// `-shot_writers N`: threads writing finished shots' files; `None`: the run's default
+    /// ([`crate::threads::default_writers`]).
+    pub writers: Option<usize>,
 }
 
 /// Shots per batched render when `-shot_batch` is not given (measured in docs/many-shots.md).
@@ -116,7 +111,7 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
             .transpose()
     };
     let batch = count("-shot_batch", "shots")?.unwrap_or(DEFAULT_BATCH);
-    let writers = count("-shot_writers", "threads")?.unwrap_or_else(default_writers);
+    let writers = count("-shot_writers", "threads")?;
     let prefix = get("-prefix").unwrap_or_else(|| "shot_".to_string());
     if prefix.is_empty() {
         return Err(Error::flag("-prefix", "must not be empty"));

@@ -121,6 +121,8 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         manifest.display()
     );
 
+    // before any pool or adapter starts: llvmpipe reads its thread count when it loads
+    let threads = run_opts.apply_threads()?;
     let engine = run_opts.engine()?;
     let device = engine.probe()?;
     if engine != crate::engine::Engine::default() {
@@ -130,7 +132,10 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         // as a classic run: cache the structure factors for runs without -hkl
         crate::io::fdump::write_fdump(Path::new("Fdump.bin"), &grid)?;
     }
-    let mut render_opts = RenderOptions::default();
+    let mut render_opts = RenderOptions {
+        threads,
+        ..RenderOptions::default()
+    };
     if let Some(b) = run_opts.memory_budget_bytes {
         render_opts.memory_budget = b;
     }
@@ -144,16 +149,21 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         prints: &prints,
     };
     let start = Instant::now();
-    let writers = opts.writers.max(1);
+    let writers = opts
+        .writers
+        .unwrap_or_else(|| crate::threads::default_writers(threads))
+        .max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
     let rx = std::sync::Mutex::new(rx);
     let manifest_lines = std::sync::Mutex::new(InOrder::new(Appender::open(&manifest)?));
     let failed = std::sync::atomic::AtomicBool::new(false);
     let rendered = std::thread::scope(|s| -> Result<usize> {
         // writers take finished shots as they come; their manifest lines go in in render order
-        let pool: Vec<_> = (0..writers)
-            .map(|_| {
-                s.spawn(|| -> Result<usize> {
+        // named, so a profiler (or a test counting busy threads) tells them apart
+        let spawn = |i: usize| std::thread::Builder::new().name(format!("shot-writer-{i}"));
+        let pool = (0..writers)
+            .map(|i| {
+                spawn(i).spawn_scoped(s, || -> Result<usize> {
                     let mut n = 0;
                     while !failed.load(std::sync::atomic::Ordering::Relaxed) {
                         let Ok(r) = rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ())) else {
@@ -174,7 +184,8 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
                     Ok(n)
                 })
             })
-            .collect();
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| Error::Config(format!("cannot start a shot writer thread: {e}")))?;
         let mut grids: Vec<((HklSource, u64), Option<HklGrid>)> = Vec::new();
         let mut warned: BTreeSet<String> = BTreeSet::new();
         let mut failure = None;

@@ -1,0 +1,343 @@
+//! Shared helpers for the integration tests: locating and reading the C program's golden
+//! images, and comparing images.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The golden directory: `NANOBRAGG_GOLDEN_DIR`, else `../shared/golden` beside the crate.
+/// `None` (with a message) when it is absent.
+pub fn golden_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("NANOBRAGG_GOLDEN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+    if dir.join("cases.json").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIP: golden images not found at {} (set NANOBRAGG_GOLDEN_DIR)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// One golden case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub args: Vec<String>,
+    pub fpixels: usize,
+    pub spixels: usize,
+    pub image: Vec<f32>,
+    pub other_outputs: serde_json::Value,
+    /// What the C program printed (its stdout).
+    pub c_stdout: String,
+}
+
+/// All cases of `cases.json`, with file arguments made absolute.
+pub fn cases(dir: &std::path::Path) -> Vec<Case> {
+    let text = std::fs::read_to_string(dir.join("cases.json")).expect("cases.json readable");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("cases.json is JSON");
+    json["cases"]
+        .as_array()
+        .expect("cases array")
+        .iter()
+        .map(|c| {
+            let args = c["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| {
+                    let a = a.as_str().unwrap();
+                    if a.starts_with("inputs/") {
+                        dir.join(a).to_string_lossy().into_owned()
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect();
+            let bytes = std::fs::read(dir.join(c["float_image"].as_str().unwrap())).expect("float image");
+            let image = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            Case {
+                name: c["name"].as_str().unwrap().to_string(),
+                args,
+                fpixels: c["fpixels"].as_u64().unwrap() as usize,
+                spixels: c["spixels"].as_u64().unwrap() as usize,
+                image,
+                other_outputs: c["other_outputs"].clone(),
+                c_stdout: std::fs::read_to_string(dir.join(c["c_stdout"].as_str().unwrap())).expect("C's stdout"),
+            }
+        })
+        .collect()
+}
+
+/// Pearson correlation of two images.
+pub fn correlation(a: &[f32], b: &[f32]) -> f64 {
+    let n = a.len() as f64;
+    let ma = a.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let mb = b.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (&x, &y) in a.iter().zip(b) {
+        let (dx, dy) = (x as f64 - ma, y as f64 - mb);
+        sab += dx * dy;
+        saa += dx * dx;
+        sbb += dy * dy;
+    }
+    if saa == 0.0 && sbb == 0.0 {
+        return 1.0;
+    }
+    sab / (saa * sbb).sqrt()
+}
+
+/// Σa / Σb.
+pub fn sum_ratio(a: &[f32], b: &[f32]) -> f64 {
+    let sa: f64 = a.iter().map(|&x| x as f64).sum();
+    let sb: f64 = b.iter().map(|&x| x as f64).sum();
+    if sb == 0.0 && sa == 0.0 {
+        1.0
+    } else {
+        sa / sb
+    }
+}
+
+/// The CPU device with f64 as its float dtype, set once per test binary (burn fixes a device's
+/// dtype per process, so f64 tests must not share a binary with f32 ones).
+pub fn f64_device() -> burn::backend::ndarray::NdArrayDevice {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    let d = burn::backend::ndarray::NdArrayDevice::Cpu;
+    INIT.call_once(|| {
+        burn::tensor::set_default_dtypes::<burn::backend::ndarray::NdArray<f64>>(
+            &d,
+            burn::tensor::DType::F64,
+            burn::tensor::DType::I64,
+        )
+        .expect("f64 is available on the CPU")
+    });
+    d
+}
+
+/// A tensor's values on the host, as f64 (any backend, any rank).
+pub fn host<B: burn::tensor::backend::Backend, const D: usize>(t: burn::tensor::Tensor<B, D>) -> Vec<f64> {
+    t.into_data().convert::<f64>().to_vec::<f64>().expect("a float tensor")
+}
+
+/// The configuration and resolved experiment of C-style flags (`args`), with the structure
+/// factors taken from `hkl` (a file) or, when `None`, from `-default_F` alone whatever the
+/// flags say.
+pub fn experiment<S: AsRef<str>>(
+    args: &[S],
+    hkl: Option<&std::path::Path>,
+) -> (nanobragg::SimConfig, nanobragg::Experiment) {
+    use nanobragg::cli::{parse_args, Parsed};
+    use nanobragg::config::HklSource;
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    let Parsed::Run(mut cfg, _) = parse_args(&args).expect("valid flags") else {
+        panic!("the flags ask for no run: {args:?}")
+    };
+    cfg.crystal.hkl = hkl.map_or(HklSource::None, |p| HklSource::File(p.to_path_buf()));
+    let exp = nanobragg::Experiment::new(&cfg).expect("a valid experiment");
+    (*cfg, exp)
+}
+
+/// [`experiment`] of flags in one string, without an HKL file.
+pub fn setup(flags: &str) -> (nanobragg::SimConfig, nanobragg::Experiment) {
+    experiment(&flags.split_whitespace().collect::<Vec<_>>(), None)
+}
+
+/// Deterministic pseudo-random numbers in [lo, hi) (a 64-bit LCG; no external generator).
+pub fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((x >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+/// Whether `engine` can start here. When it cannot, the test skips with a message, unless
+/// `NANOBRAGG_REQUIRE_WGPU=1` (CI) makes that a failure.
+pub fn engine_available(engine: nanobragg::engine::Engine) -> bool {
+    match engine.probe() {
+        Ok(device) => {
+            eprintln!("{}: {device}", engine.name());
+            true
+        }
+        Err(e) => {
+            let required = std::env::var("NANOBRAGG_REQUIRE_WGPU").is_ok_and(|v| v == "1");
+            assert!(!required, "NANOBRAGG_REQUIRE_WGPU=1 but {e}");
+            eprintln!("SKIP: {e} (set NANOBRAGG_REQUIRE_WGPU=1 to make this a failure)");
+            false
+        }
+    }
+}
+
+/// Runs `cmd` (stdout and stderr captured) and kills it if it has not finished after
+/// `timeout`; `None` then. For runs that used to hang.
+pub fn output_within(mut cmd: std::process::Command, timeout: std::time::Duration) -> Option<std::process::Output> {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait works").is_some() {
+            return Some(child.wait_with_output().expect("output readable"));
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A character device node `name` (Linux major, minor; e.g. 1 3 is /dev/null, 1 7 /dev/full)
+/// made with `mknod` in `dir`, so a test never touches the machine's own devices. `None`, with a
+/// skip message, where mknod is not permitted (not root, or a restricted container).
+pub fn char_device(dir: &std::path::Path, name: &str, major: u32, minor: u32) -> Option<PathBuf> {
+    let p = dir.join(name);
+    let made = std::process::Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&p)
+        .args(["c", &major.to_string(), &minor.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("SKIP: mknod is not permitted here");
+        return None;
+    }
+    Some(p)
+}
+
+/// Whether `p` is a character device (not following links).
+#[cfg(unix)]
+pub fn is_char_device(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+/// A command running `program args…` under `ulimit -v kib` (virtual memory, KiB), through `sh`,
+/// so an allocation beyond it fails as on a machine that small.
+pub fn under_ulimit_v(kib: u64, program: &str, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+/// The hidden temporary output files (`.nanobragg-tmp-*`) in `dir`.
+pub fn temporaries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".nanobragg-tmp-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every regular file of `dir` (not recursive) by name, with its bytes; names starting with
+/// `skip_prefix` (e.g. "manifest") are left out.
+pub fn files_in(dir: &std::path::Path, skip_prefix: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("directory readable")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_file())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            (!name.starts_with(skip_prefix)).then(|| (name, std::fs::read(&p).expect("file readable")))
+        })
+        .collect()
+}
+
+/// The lines of a JSON Lines file, parsed (panics on a line that is not JSON).
+pub fn json_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: bad line {l:?}: {e}", path.display())))
+        .collect()
+}
+
+/// One-sample Kolmogorov–Smirnov statistic of `samples` against the continuous CDF `cdf`.
+pub fn ks_statistic(samples: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
+    let mut x = samples.to_vec();
+    x.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    let n = x.len() as f64;
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let f = cdf(v);
+            (f - i as f64 / n).abs().max(((i + 1) as f64 / n - f).abs())
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The KS critical value at significance `alpha` for `n` samples (asymptotic:
+/// sqrt(−ln(α/2)/2)/√n).
+pub fn ks_critical(n: usize, alpha: f64) -> f64 {
+    (-(alpha / 2.0).ln() / 2.0).sqrt() / (n as f64).sqrt()
+}
+
+/// A 100 Å cubic cell with N = 5 at 6.2 Å: the crystal of the issues' light configuration
+/// (with [`LIGHT_CRYSTAL`]'s `-default_F 100`), small and fast to render.
+pub const CUBIC_CELL: &str = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5";
+
+/// The light configuration's crystal: [`CUBIC_CELL`] with F = 100 everywhere.
+pub const LIGHT_CRYSTAL: &str = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5";
+
+/// An argument list: each part split at whitespace, in order.
+pub fn flags(parts: &[&'static str]) -> Vec<&'static str> {
+    parts.iter().flat_map(|p| p.split_whitespace()).collect()
+}
+
+/// The environment variable that marks a child process started by [`own_process`]; its value
+/// is the one test that child runs.
+const OWN_PROCESS: &str = "NANOBRAGG_TEST_OWN_PROCESS";
+
+/// Runs the calling test again in a process of its own and waits for it; `true` in that child
+/// (where the caller runs its body), `false` in the parent once the child has passed.
+///
+/// burn fixes a device's float dtype for the whole process on first use, so a test that
+/// renders on `NdArray<f32>` cannot share this binary's process with the f64 tests. `test` is
+/// the test's path inside this binary (`module_path!()` without the crate, then the name).
+/// The child runs only that test (`--exact`); its output is shown with the parent's.
+pub fn own_process(module_path: &str, name: &str) -> bool {
+    let module = module_path.split_once("::").map_or("", |(_, m)| m);
+    let test = if module.is_empty() {
+        name.to_string()
+    } else {
+        format!("{module}::{name}")
+    };
+    if std::env::var(OWN_PROCESS).is_ok_and(|t| t == test) {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(OWN_PROCESS, &test)
+        .output()
+        .expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{test} failed in its own process");
+    assert!(
+        stdout.contains("1 passed"),
+        "{test}: the child process ran no test (renamed?)"
+    );
+    false
+}

@@ -1,0 +1,85 @@
+//! The embedding contract on `NdArray<f32>` (in a process of its own, `common::own_process`:
+//! burn fixes a device's float dtype per process). `forward()` equals the binary's `-precision f32` and f64 images to f32
+//! rounding.
+
+use burn::backend::ndarray::{NdArray, NdArrayDevice};
+use burn::tensor::DType;
+use nanobragg::Simulator;
+
+const FLAGS: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 \
+    -distance 80 -pixel 0.4 -detpixels 24 -detector_rotx 2 -twotheta 3 -mosaic 0.5 -mosaic_dom 3 \
+    -phi 5 -osc 2 -phisteps 2 -polar 0.8 -roi 2 20 1 22 -oversample 1";
+
+#[test]
+fn forward_on_ndarray_f32_equals_the_float_image() {
+    if !crate::common::own_process(module_path!(), "forward_on_ndarray_f32_equals_the_float_image") {
+        return;
+    }
+    let device = NdArrayDevice::Cpu;
+    let args: Vec<&str> = FLAGS.split_whitespace().collect();
+    // the host setup evaluates the tensor geometry on this CPU device in f64: that must neither
+    // fix the device's default dtype (the unwrap below would fail) nor follow it once it is f32
+    let before = host_experiment(&args);
+    burn::tensor::set_default_dtypes::<NdArray<f32>>(&device, DType::F32, DType::I64).unwrap();
+    let after = host_experiment(&args);
+    assert_eq!(
+        before, after,
+        "the host geometry changed with the device's default dtype"
+    );
+    let fdet = after.detector.fdet;
+    assert!(
+        fdet.iter().any(|&x| f64::from(x as f32) != x),
+        "fdet {fdet:?} is not f64"
+    );
+    let sim = Simulator::<NdArray<f32>>::from_args(&args, &device).unwrap();
+    let got: Vec<f32> = sim.forward().into_data().convert::<f32>().to_vec().unwrap();
+
+    let max = got.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(max > 0.0, "blank image");
+    // f32 rounding: the binary's f32 engine takes its scene from f64 host values, the simulator
+    // builds it from f32 parameter tensors (3.8e-5 of the maximum apart on CI's machine; 1.4e-4
+    // from the f64 image)
+    for (precision, tolerance) in [("f32", 2e-4f32), ("f64", 1e-3)] {
+        let want = float_image(&args, precision);
+        assert_eq!(got.len(), want.len());
+        let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max) / max;
+        println!("NdArray<f32>: forward vs -precision {precision} -floatfile: max |Δ|/max = {worst:.1e}");
+        assert!(
+            worst <= tolerance,
+            "forward differs from the -precision {precision} image by {worst:e} of the maximum"
+        );
+    }
+    let want = float_image(&args, "f64");
+    // outside the ROI the image is exactly 0
+    assert!(got
+        .iter()
+        .zip(&want)
+        .filter(|(_, w)| **w == 0.0)
+        .all(|(g, _)| *g == 0.0));
+}
+
+/// The host's resolution of `args`.
+fn host_experiment(args: &[&str]) -> nanobragg::Experiment {
+    let nanobragg::cli::Parsed::Run(cfg, _) = nanobragg::cli::parse_args(args).unwrap() else {
+        panic!("no run")
+    };
+    nanobragg::Experiment::new(&cfg).unwrap()
+}
+
+/// The binary's `-floatfile` image for `args` at `-precision` `precision`.
+fn float_image(args: &[&str], precision: &str) -> Vec<f32> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+        .args(args)
+        .args(["-precision", precision, "-floatfile", "float.bin"])
+        .args(["-nonoise", "-nopgm", "-noprogress"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read(dir.path().join("float.bin"))
+        .unwrap()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}

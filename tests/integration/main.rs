@@ -1,0 +1,31 @@
+//! nanobragg's integration tests, one module per area, linked into one binary so burn and wgpu
+//! link once. Tests that must not share a process with the others (an `NdArray<f32>` device,
+//! whose dtype burn fixes per process) run themselves again in a child process
+//! ([`common::own_process`]). `tests/external-crate` stays a package of its own: it is an
+//! outside user of the embedding contract.
+
+mod common;
+
+mod batch;
+mod burn_reshape;
+mod cli;
+mod compare;
+mod concurrency;
+mod derivatives;
+mod diff_geometry;
+mod embedding;
+mod embedding_f32;
+mod geometry;
+mod gradcheck;
+mod gradients;
+mod outputs;
+mod parity;
+mod parity_f32;
+mod parity_wgpu;
+mod refine;
+mod shots;
+mod stages;
+mod statistics;
+mod threads;
+mod trace;
+mod wgpu_engine;
