@@ -80,6 +80,9 @@ fn named<'a>(threads: &'a [Seen], prefix: &str) -> Vec<&'a Seen> {
     threads.iter().filter(|t| t.name.starts_with(prefix)).collect()
 }
 
+/// Extra flags and environment variables of one run.
+type Setting = (&'static [&'static str], &'static [(&'static str, &'static str)]);
+
 /// The CPU engine's worker threads are named `nanobragg-worker-I` (the kernel keeps
 /// `nanobragg-worke`).
 const WORKER: &str = "nanobragg-worke";
@@ -87,15 +90,15 @@ const WORKER: &str = "nanobragg-worke";
 #[test]
 fn cpu_workers_follow_nthreads_then_openmp_then_rayon_then_the_cores() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cases: [(&[&str], &[(&str, &str)], usize); 6] = [
-        (&["-nthreads", "1"], &[], 1),
-        (&["-nthreads", "3"], &[("OMP_NUM_THREADS", "1")], 3),
-        (&[], &[("OMP_NUM_THREADS", "1"), ("RAYON_NUM_THREADS", "3")], 1),
-        (&[], &[("OMP_NUM_THREADS", "3,1")], 3),
-        (&[], &[("RAYON_NUM_THREADS", "1")], 1),
-        (&[], &[], cores),
+    let cases: [(Setting, usize); 6] = [
+        ((&["-nthreads", "1"], &[]), 1),
+        ((&["-nthreads", "3"], &[("OMP_NUM_THREADS", "1")]), 3),
+        ((&[], &[("OMP_NUM_THREADS", "1"), ("RAYON_NUM_THREADS", "3")]), 1),
+        ((&[], &[("OMP_NUM_THREADS", "3,1")]), 3),
+        ((&[], &[("RAYON_NUM_THREADS", "1")]), 1),
+        ((&[], &[]), cores),
     ];
-    for (flags, env, want) in cases {
+    for ((flags, env), want) in cases {
         let (worked, _) = busy(flags, env);
         let workers = named(&worked, WORKER);
         eprintln!("{flags:?} {env:?}: {worked:?}");
@@ -148,13 +151,13 @@ fn llvmpipe_follows_nthreads() {
 
 #[test]
 fn bad_thread_counts_are_errors_naming_their_source() {
-    let cases: [(&[&str], &[(&str, &str)], &str); 4] = [
-        (&["-nthreads", "0"], &[], "-nthreads"),
-        (&["-nthreads", "two"], &[], "-nthreads"),
-        (&[], &[("OMP_NUM_THREADS", "lots")], "OMP_NUM_THREADS"),
-        (&[], &[("RAYON_NUM_THREADS", "-2")], "RAYON_NUM_THREADS"),
+    let cases: [(Setting, &str); 4] = [
+        ((&["-nthreads", "0"], &[]), "-nthreads"),
+        ((&["-nthreads", "two"], &[]), "-nthreads"),
+        ((&[], &[("OMP_NUM_THREADS", "lots")]), "OMP_NUM_THREADS"),
+        ((&[], &[("RAYON_NUM_THREADS", "-2")]), "RAYON_NUM_THREADS"),
     ];
-    for (flags, env, name) in cases {
+    for ((flags, env), name) in cases {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
             .args([
