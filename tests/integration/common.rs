@@ -142,6 +142,23 @@ pub fn experiment<S: AsRef<str>>(
     (*cfg, exp)
 }
 
+/// Writes `small.hkl` in `dir`: structure factors for h, k, l ∈ −3..3 (F = 100 + 7h + 3k + l),
+/// a grid too small for most detectors, so tricubic interpolation falls back to nearest
+/// neighbour part-way through the image (C's rule); its path.
+pub fn small_hkl_grid(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("small.hkl");
+    let mut text = String::new();
+    for h in -3i32..=3 {
+        for k in -3i32..=3 {
+            for l in -3i32..=3 {
+                text += &format!("{h} {k} {l} {}\n", 100 + 7 * h + 3 * k + l);
+            }
+        }
+    }
+    std::fs::write(&path, text).expect("write the HKL grid");
+    path
+}
+
 /// [`experiment`] of flags in one string, without an HKL file.
 pub fn setup(flags: &str) -> (nanobragg::SimConfig, nanobragg::Experiment) {
     experiment(&flags.split_whitespace().collect::<Vec<_>>(), None)

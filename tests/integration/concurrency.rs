@@ -49,22 +49,6 @@ struct Config {
     args: String,
 }
 
-/// A structure-factor grid h, k, l ∈ −3..3: too small for the tricubic configuration's
-/// detector, so interpolation falls back to nearest neighbour part-way through the image.
-fn small_grid(dir: &Path) -> std::path::PathBuf {
-    let path = dir.join("small.hkl");
-    let mut text = String::new();
-    for h in -3i32..=3 {
-        for k in -3i32..=3 {
-            for l in -3i32..=3 {
-                text += &format!("{h} {k} {l} {}\n", 100 + 7 * h + 3 * k + l);
-            }
-        }
-    }
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 fn configs(hkl: &Path) -> Vec<Config> {
     vec![
         Config {
@@ -152,7 +136,7 @@ fn simulators(configs: &[Config]) -> Vec<Simulator<Ad>> {
 #[test]
 fn gradients_under_eight_threads_equal_the_serial_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let configs = configs(&small_grid(dir.path()));
+    let configs = configs(&common::small_hkl_grid(dir.path()));
     // the references: every job alone, nothing else running in this test
     let alone = simulators(&configs);
     let reference: Vec<Vec<Vec<u64>>> = alone

@@ -70,16 +70,7 @@ fn interpolation_falls_back_alike_in_render_vjp_and_derivatives() {
     type Ad = Autodiff<B>;
 
     let dir = tempfile::tempdir().unwrap();
-    let hkl = dir.path().join("small.hkl");
-    let mut text = String::new();
-    for h in -3i32..=3 {
-        for k in -3i32..=3 {
-            for l in -3i32..=3 {
-                text += &format!("{h} {k} {l} {}\n", 100 + 7 * h + 3 * k + l);
-            }
-        }
-    }
-    std::fs::write(&hkl, text).unwrap();
+    let hkl = common::small_hkl_grid(dir.path());
     let args = format!(
         "-hkl {} -cell 60 60 60 90 90 90 -lambda 1.5 -N 2 -distance 120 -pixel 0.4 -detpixels 40 \
          -interpolate -oversample 1",
