@@ -196,7 +196,8 @@ impl Engine {
 
     /// The options this engine renders with: `base`, with the engine's chunking. The CPU keeps
     /// `base` as it is; wgpu uses one worker (the device is shared, and llvmpipe already runs
-    /// `LP_NUM_THREADS` threads, see [`crate::threads::apply_process_wide`]) and chunks of up to [`WGPU_CHUNK_ELEMENTS`] unless `base` sets a cap.
+    /// `LP_NUM_THREADS` threads, see [`crate::threads::apply_process_wide`]) and chunks of up
+    /// to [`WGPU_CHUNK_ELEMENTS`] unless `base` sets a cap.
     pub fn options(&self, base: &RenderOptions) -> RenderOptions {
         match self {
             Engine::Cpu { .. } => base.clone(),

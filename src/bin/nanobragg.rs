@@ -92,7 +92,8 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     if engine != Engine::default() {
         writeln!(con, "engine: {} on {device}", engine.name())?;
     }
-    let image = engine.render(&exp, &render_options(&cfg, &run_opts, threads))?;
+    let render = render_options(&cfg, &run_opts, threads);
+    let image = engine.render(&exp, &render)?;
     check_finite(&image, run_opts.allow_nonfinite, con)?;
     if image.interpolation_fell_back {
         writeln!(
@@ -105,7 +106,7 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     }
     print_traces(&cfg, &exp, con)?;
     write_outputs(&cfg, &exp, &image, con)?;
-    write_derivatives(&cfg, &exp, &render_options(&cfg, &run_opts, threads), &run_opts, con)
+    write_derivatives(&cfg, &exp, &render, &run_opts, con)
 }
 
 /// Reports pixels that are not finite numbers. Infinity is an overflow of the f32 range, which

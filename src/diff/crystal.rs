@@ -199,8 +199,8 @@ mod tests {
     }
 
     /// Independent checks of the one lattice geometry (C's printed vectors are checked in
-    /// tests/integration/geometry.rs): the cell's lengths, C's default orientation (a* along x, b* in the
-    /// xy plane), the misset as the host's x-y-z rotation of the unrotated lattice, and a
+    /// tests/integration/geometry.rs): the cell's lengths, C's default orientation (a* along x,
+    /// b* in the xy plane), the misset as the host's x-y-z rotation of the unrotated lattice, and a
     /// `-mat` matrix's columns coming back as the reciprocal vectors.
     #[test]
     fn lattice_has_the_cell_orientation_and_misset() {

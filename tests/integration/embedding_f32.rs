@@ -1,6 +1,6 @@
 //! The embedding contract on `NdArray<f32>` (in a process of its own, `common::own_process`:
-//! burn fixes a device's float dtype per process). `forward()` equals the binary's `-precision f32` and f64 images to f32
-//! rounding.
+//! burn fixes a device's float dtype per process). `forward()` equals the binary's
+//! `-precision f32` and f64 images to f32 rounding.
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::tensor::DType;

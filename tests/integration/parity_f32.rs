@@ -1,7 +1,8 @@
 //! Image parity with the C program on every golden case, on the f32 CPU engine.
 //!
 //! In a process of its own (`common::own_process`): burn fixes a device's float dtype per
-//! process, so f32 and f64 renders must not share one. Thresholds (f32 engines): correlation ≥ 0.999, sum within 1 %.
+//! process, so f32 and f64 renders must not share one. Thresholds (f32 engines): correlation
+//! ≥ 0.999, sum within 1 %.
 
 use crate::common;
 
