@@ -1,13 +1,17 @@
 //! Gradients under concurrency: many threads at once run `Simulator` forward + backward,
 //! vector–Jacobian products and derivative images, as a serial-crystallography refinement runs
-//! one shot per thread, each thread with simulators of its own.
+//! one shot per thread (half the threads with simulators of their own, half sharing one set).
 //! Every result must equal, bit for bit, the same computation run alone.
 //!
-//! burn-autodiff 0.21.0 as released fails this: a `backward()` on one thread ends with a sweep
-//! of every graph in the process, which freed the steps of another thread's operation that was
-//! still being built (its inputs' reference counts already dropped), so that thread's gradient
-//! silently lost a branch (e.g. `misset` came back exactly 0). `vendor/burn-autodiff` carries
-//! the fix (see `vendor/README.md`).
+//! burn-autodiff 0.21.0 as released fails this in two ways (`vendor/burn-autodiff` carries the
+//! fixes, see `vendor/README.md`):
+//! - a `backward()` on one thread ends with a sweep of every graph in the process, which freed
+//!   the steps of another thread's operation that was still being built (its inputs' reference
+//!   counts already dropped), so that thread's gradient silently lost a branch (e.g. `misset`
+//!   came back exactly 0);
+//! - threads sharing parameter leaves merge their graphs in burn's graph locator; an operation
+//!   that looked its graph up just before another thread merged that graph away registered its
+//!   step in the emptied graph, where no backward pass finds it.
 
 use crate::common;
 use common::f64_device as dev;
@@ -152,13 +156,20 @@ fn gradients_under_eight_threads_equal_the_serial_ones() {
     let jobs = configs.len() * KINDS.len();
     let rounds = rounds();
     let mismatches = std::sync::Mutex::new(Vec::new());
-    // every thread keeps simulators of its own (threads sharing one set of parameter leaves
-    // are not yet exact: docs/embedding.md, "Threads")
+    // half the threads keep simulators of their own, half share one set (shared parameter
+    // leaves: their graphs meet in burn's graph locator)
+    let shared = simulators(&configs);
     std::thread::scope(|s| {
         for t in 0..THREADS {
-            let (configs, reference, mismatches) = (&configs, &reference, &mismatches);
+            let (configs, reference, mismatches, shared) = (&configs, &reference, &mismatches, &shared);
             s.spawn(move || {
-                let sims = simulators(configs);
+                let own;
+                let sims = if t % 2 == 0 {
+                    own = simulators(configs);
+                    &own
+                } else {
+                    shared
+                };
                 for round in 0..rounds {
                     // each thread walks the jobs from its own start, so kinds overlap
                     for j in 0..jobs {
@@ -167,8 +178,9 @@ fn gradients_under_eight_threads_equal_the_serial_ones() {
                         let got = run(KINDS[k], &sims[c]);
                         if got != reference[c][k] {
                             let differ = got.iter().zip(&reference[c][k]).filter(|(a, b)| a != b).count();
+                            let whose = if t % 2 == 0 { "own" } else { "shared" };
                             mismatches.lock().unwrap().push(format!(
-                                "thread {t} round {round}: {} {:?}: {differ} of {} values differ",
+                                "thread {t} ({whose} simulators) round {round}: {} {:?}: {differ} of {} values differ",
                                 configs[c].name,
                                 KINDS[k],
                                 got.len()

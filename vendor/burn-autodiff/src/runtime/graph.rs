@@ -18,10 +18,10 @@ use burn_backend::distributed::DistributedBackend;
 use hashbrown::{HashMap, HashSet};
 
 #[cfg(feature = "std")]
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
 #[cfg(not(feature = "std"))]
-use spin::{Mutex, MutexGuard};
+use spin::Mutex;
 
 /// A client for managing multiple graphs using mutex-based synchronization.
 ///
@@ -47,10 +47,13 @@ pub struct GraphMutexClient;
 #[derive(Default)]
 pub struct GraphLocator {
     graphs: HashMap<NodeId, Arc<Graph>>,
-    /// We keep a mapping of each original node id (graph id) => all nodes that point to that graph.
-    /// This is to ensure that when merging graphs, we correctly move all previous graphs to
-    /// the new merged one.
-    keys: HashMap<NodeId, HashSet<NodeId>>,
+    /// We keep a mapping of each graph (by its [`Graph::id`]) => all nodes that point to that
+    /// graph. This is to ensure that when merging graphs, we correctly move all previous graphs
+    /// to the new merged one. (nanobragg patch: 0.21.0 keyed this by the graph's origin node,
+    /// left the merged graph's origin out of the main graph's set, so that entry kept pointing
+    /// at the emptied graph after a second merge, and let a new graph reuse an origin and
+    /// overwrite the set of a live graph.)
+    keys: HashMap<usize, HashSet<NodeId>>,
 }
 
 /// Represents a single computation graph with a mutex-protected server.
@@ -58,18 +61,45 @@ pub struct GraphLocator {
 /// Each `Graph` contains an [AutodiffServer] and the original [NodeId] where the server was
 /// first created.
 pub(crate) struct Graph {
+    /// Unique among the process's graphs (nanobragg patch).
+    id: usize,
     origin: NodeId,
     state: Mutex<GraphState>,
+    /// The graph this one's server was moved into by a merge, set under the locator's lock
+    /// (nanobragg patch): a stale entry still leads to the live graph.
+    merged_into: Mutex<Option<Arc<Graph>>>,
 }
+
+impl Graph {
+    /// The graph that holds this one's server now: itself, or where its merges ended.
+    fn live(self: &Arc<Self>) -> Arc<Graph> {
+        let mut graph = self.clone();
+        loop {
+            let next = graph.merged_into.lock().clone();
+            match next {
+                Some(next) => graph = next,
+                None => return graph,
+            }
+        }
+    }
+}
+
+/// The next [`Graph::id`].
+static NEXT_GRAPH_ID: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
 #[derive(Default)]
 struct GraphState {
     server: AutodiffServer,
+    /// Set when the graph was merged into another (its server moved there): a thread that
+    /// looked this graph up before the merge and locked it after must look up again, or its
+    /// step would land in a server no one reads (nanobragg patch).
+    retired: bool,
 }
 
 impl core::fmt::Debug for Graph {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Graph")
+            .field("id", &self.id)
             .field("origin", &self.origin)
             .finish()
     }
@@ -104,24 +134,37 @@ impl GraphMutexClient {
 impl AutodiffClient for GraphMutexClient {
     fn register(&self, node_id_ref: NodeRefCount, step: StepBoxed, actions: CheckpointerBuilder) {
         let node_id = *node_id_ref;
-        let graph = GraphMutexClient::graph(node_id, step.parents());
-        let mut state = graph.state.lock();
-
-        state.server.register(node_id_ref, step, actions);
+        loop {
+            let graph = GraphMutexClient::graph(node_id, step.parents());
+            let mut state = graph.state.lock();
+            // merged away between the lookup and the lock: look up again (nanobragg patch)
+            if state.retired {
+                continue;
+            }
+            state.server.register(node_id_ref, step, actions);
+            return;
+        }
     }
 
     #[cfg(not(feature = "distributed"))]
     fn backward<B: Backend>(&self, root: AutodiffTensor<B>) -> Gradients {
         let node_id = root.node.id;
-        let graph = GraphMutexClient::graph(root.node.id, &[]);
-
-        let grads = {
+        let (grads, freed) = loop {
+            let graph = GraphMutexClient::graph(root.node.id, &[]);
             let mut state = graph.state.lock();
-            state
+            // merged away between the lookup and the lock: look up again (nanobragg patch)
+            if state.retired {
+                continue;
+            }
+            break state
                 .server
-                .backward::<GraphCleaner, B>(root.node, root.primitive, node_id)
+                .backward::<FreedNodes, B>(root.node, root.primitive, node_id);
         }; // lock released
 
+        // The locator's entries go only now: taking the locator's lock while holding a graph's
+        // would deadlock against a merge, which holds the locator's and waits for the graph's
+        // (nanobragg patch).
+        freed.remove_entries();
         GraphCleaner::cleanup_orphaned_entries();
 
         grads
@@ -130,37 +173,77 @@ impl AutodiffClient for GraphMutexClient {
     #[cfg(feature = "distributed")]
     fn backward<B: DistributedBackend>(&self, root: AutodiffTensor<B>) -> Gradients {
         let node_id = root.node.id;
-        let graph = GraphMutexClient::graph(root.node.id, &[]);
-
-        let grads = {
+        let (grads, freed) = loop {
+            let graph = GraphMutexClient::graph(root.node.id, &[]);
             let mut state = graph.state.lock();
-            state
+            // merged away between the lookup and the lock: look up again (nanobragg patch)
+            if state.retired {
+                continue;
+            }
+            break state
                 .server
-                .backward::<GraphCleaner, B>(root.node, root.primitive, node_id)
+                .backward::<FreedNodes, B>(root.node, root.primitive, node_id);
         }; // lock released
 
+        // The locator's entries go only now: taking the locator's lock while holding a graph's
+        // would deadlock against a merge, which holds the locator's and waits for the graph's
+        // (nanobragg patch).
+        freed.remove_entries();
         GraphCleaner::cleanup_orphaned_entries();
 
         grads
     }
 }
 
-struct GraphCleaner<'a> {
-    guard: MutexGuard<'a, Option<GraphLocator>>,
+/// The nodes a backward pass freed, whose locator entries are removed once the graph's lock is
+/// released (nanobragg patch).
+#[derive(Default)]
+struct FreedNodes {
+    nodes: Vec<NodeId>,
 }
 
-impl<'a> GraphCleaner<'a> {
+impl FreedNodes {
+    fn remove_entries(self) {
+        if self.nodes.is_empty() {
+            return;
+        }
+        let mut state = STATE.lock();
+        if let Some(state) = state.as_mut() {
+            for node in &self.nodes {
+                state.remove_entry(node);
+            }
+        }
+    }
+}
+
+impl NodeCleaner for FreedNodes {
+    fn init() -> Self {
+        Self::default()
+    }
+
+    fn clean(&mut self, node: &NodeId) {
+        self.nodes.push(*node);
+    }
+}
+
+/// The sweep of every graph that ends each backward pass. (0.21.0's cleaner also freed a backward
+/// pass's nodes by taking the locator's lock while the graph's was held, which could deadlock
+/// against a merge; [`FreedNodes`] does that now, after the graph's lock is released: nanobragg
+/// patch.)
+struct GraphCleaner;
+
+impl GraphCleaner {
     fn cleanup_orphaned_entries() {
         let graphs = {
             // Get the available graphs and release the lock
             match STATE.lock().as_ref() {
-                Some(state) => state.graphs.clone(),
+                Some(state) => state.live_graphs(),
                 None => return,
             }
         };
 
         let mut should_remove = Vec::new();
-        for graph in graphs.values() {
+        for graph in graphs.iter() {
             {
                 let mut guard = graph.state.lock();
                 // Only a graph that no tensor and no operation in progress uses is swept,
@@ -183,19 +266,6 @@ impl<'a> GraphCleaner<'a> {
     }
 }
 
-impl<'a> NodeCleaner for GraphCleaner<'a> {
-    fn init() -> Self {
-        let guard = STATE.lock();
-        Self { guard }
-    }
-
-    fn clean(&mut self, node: &NodeId) {
-        if let Some(state) = self.guard.as_mut() {
-            state.remove_entry(node);
-        }
-    }
-}
-
 impl GraphLocator {
     /// Selects a single graph for the given [NodeId], considering parent dependencies.
     ///
@@ -209,142 +279,98 @@ impl GraphLocator {
     ///
     /// An `Arc<Graph>` representing the selected or merged graph.
     pub(crate) fn select(&mut self, node: NodeId, parents: &[Parent]) -> Arc<Graph> {
-        match self.analyse(node, parents) {
-            GraphAnalysis::NoCollision(graph) => {
-                if graph.origin != node {
-                    self.graphs.insert(node, graph.clone());
-                    self.register_key(graph.origin, node);
-                }
-
-                graph
-            }
-            GraphAnalysis::Collisions(graphs) => self.merge(node, graphs),
-        }
-    }
-
-    /// Analyses the graph for a given node and its parents, returning the associated `GraphAnalysis`.
-    fn analyse(&mut self, node: NodeId, parents: &[Parent]) -> GraphAnalysis {
-        // If no parents, there is no collision, therefore a single graph is ok.
-        if parents.is_empty() {
-            let graph = match self.graphs.get(&node) {
-                Some(val) => val.clone(),
-                None => self.new_graph(node),
-            };
-            return GraphAnalysis::NoCollision(graph);
+        let graph = match self.analyse(node, parents) {
+            GraphAnalysis::NoCollision(graph) => graph,
+            GraphAnalysis::Collisions(graphs) => self.merge(graphs),
         };
-
-        // We collect all graphs of parents and of the current node based on their origin node id.
-        let mut graphs = HashMap::<NodeId, Arc<Graph>>::new();
-
-        if let Some(val) = self.graphs.get(&node) {
-            graphs.insert(val.origin, val.clone());
-        }
-
-        for parent in parents {
-            match self.graphs.get(&parent.id) {
-                Some(graph) => graphs.insert(graph.origin, graph.clone()),
-                None => continue,
-            };
-        }
-
-        if graphs.is_empty() {
-            return match self.graphs.get(&node) {
-                Some(old) => GraphAnalysis::NoCollision(old.clone()),
-                None => GraphAnalysis::NoCollision(self.new_graph(node)),
-            };
-        }
-
-        if graphs.len() == 1 {
-            return GraphAnalysis::NoCollision(graphs.drain().next().unwrap().1);
-        }
-
-        GraphAnalysis::Collisions(graphs)
+        self.graphs.insert(node, graph.clone());
+        self.keys.entry(graph.id).or_default().insert(node);
+        graph
     }
 
-    /// Merges multiple graphs associated with a node into a single graph.
-    fn merge(&mut self, node: NodeId, mut graphs: HashMap<NodeId, Arc<Graph>>) -> Arc<Graph> {
-        let mut graphs = graphs.drain().map(|g| g.1);
+    /// Analyses the graph for a given node and its parents, returning the associated
+    /// `GraphAnalysis`: the distinct live graphs of the node and its parents.
+    fn analyse(&mut self, node: NodeId, parents: &[Parent]) -> GraphAnalysis {
+        let mut graphs: Vec<Arc<Graph>> = Vec::new();
+        for id in core::iter::once(&node).chain(parents.iter().map(|p| &p.id)) {
+            if let Some(graph) = self.graphs.get(id) {
+                let graph = graph.live();
+                if !graphs.iter().any(|g| Arc::ptr_eq(g, &graph)) {
+                    graphs.push(graph);
+                }
+            }
+        }
+
+        match graphs.len() {
+            0 => GraphAnalysis::NoCollision(self.new_graph(node)),
+            1 => GraphAnalysis::NoCollision(graphs.pop().unwrap()),
+            _ => GraphAnalysis::Collisions(graphs),
+        }
+    }
+
+    /// Merges multiple graphs into the first.
+    fn merge(&mut self, graphs: Vec<Arc<Graph>>) -> Arc<Graph> {
+        let mut graphs = graphs.into_iter();
 
         let main = graphs.next().expect("At least one graph");
-        self.register_key(main.origin, node);
-
         let mut state = main.state.lock();
 
         for graph in graphs {
             self.merge_two(&mut state, &main, graph);
         }
 
-        self.graphs.insert(main.origin, main.clone());
-        self.graphs.insert(node, main.clone());
-
         core::mem::drop(state);
 
         main
     }
 
-    /// Registers a key for a given origin node.
-    fn register_key(&mut self, origin: NodeId, key: NodeId) {
-        if !self.keys.contains_key(&origin) {
-            // Ensure an entry exists for this origin
-            self.keys.insert(origin, HashSet::new());
-        }
-
-        if origin != key {
-            // Register this node to point to the origin graph
-            self.keys.get_mut(&origin).unwrap().insert(key);
-        }
-    }
-
     /// Merges two graphs by combining their states and updating graph mappings.
     fn merge_two(&mut self, main_state: &mut GraphState, main: &Arc<Graph>, merged: Arc<Graph>) {
         let mut locked = merged.state.lock();
-        let mut state_old = GraphState::default();
-        core::mem::swap(&mut state_old, &mut locked);
+        let state_old = core::mem::take(&mut *locked);
+        locked.retired = true;
+        *merged.merged_into.lock() = Some(main.clone());
         main_state.server.extend(state_old.server);
 
-        // Re-map merged origin to the main graph
-        self.graphs.insert(merged.origin, main.clone());
-
         // Move all keys (node IDs) from the merged graph to the main graph
-        if let Some(locator_keys) = self.keys.remove(&merged.origin) {
+        if let Some(locator_keys) = self.keys.remove(&merged.id) {
             for k in locator_keys.iter() {
                 self.graphs.insert(*k, main.clone());
             }
-
-            let locator_keys_main = self
-                .keys
-                .get_mut(&main.origin)
-                .expect("Should be init before the merge.");
-            locator_keys_main.extend(locator_keys);
+            self.keys.entry(main.id).or_default().extend(locator_keys);
         }
     }
 
     /// Creates a new graph for a given node.
     fn new_graph(&mut self, origin: NodeId) -> Arc<Graph> {
-        let graph = Arc::new(Graph {
+        Arc::new(Graph {
+            id: NEXT_GRAPH_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
             origin,
             state: Mutex::new(GraphState::default()),
-        });
-        self.graphs.insert(origin, graph.clone());
-        self.keys.insert(origin, HashSet::new());
-        graph
+            merged_into: Mutex::new(None),
+        })
     }
 
     fn remove_entry(&mut self, node: &NodeId) {
         if let Some(graph) = self.graphs.remove(node) {
-            let mut remove = false;
-
-            if let Some(entry) = self.keys.get_mut(&graph.origin) {
+            let id = graph.live().id;
+            if let Some(entry) = self.keys.get_mut(&id) {
                 entry.remove(node);
                 if entry.is_empty() {
-                    remove = true;
+                    self.keys.remove(&id);
                 }
             }
-
-            if remove {
-                self.keys.remove(&graph.origin);
-            }
         }
+    }
+
+    /// Every live graph once.
+    fn live_graphs(&self) -> Vec<Arc<Graph>> {
+        let mut seen = HashSet::new();
+        self.graphs
+            .values()
+            .map(|graph| graph.live())
+            .filter(|graph| seen.insert(graph.id))
+            .collect()
     }
 }
 
@@ -353,6 +379,6 @@ impl GraphLocator {
 enum GraphAnalysis {
     /// No collision detected, contains the graph associated with the node.
     NoCollision(Arc<Graph>),
-    /// Collision detected, contains a map of node IDs to their associated graphs.
-    Collisions(HashMap<NodeId, Arc<Graph>>),
+    /// Collision detected, contains the distinct graphs to merge.
+    Collisions(Vec<Arc<Graph>>),
 }

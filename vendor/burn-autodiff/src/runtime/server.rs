@@ -71,7 +71,7 @@ impl AutodiffServer {
         root_node: NodeRef,
         root_tensor: FloatTensor<B>,
         node_id: NodeId,
-    ) -> Gradients {
+    ) -> (Gradients, NC) {
         let step = self.steps.remove(&node_id).expect(
             "Node should have a step registered, did you forget to call \
              `Tensor::register_grad` on the tensor where you need gradients?",
@@ -84,9 +84,9 @@ impl AutodiffServer {
         let grads = Gradients::new::<B>(root_node.clone(), root_tensor);
         let gradients = Self::execute_steps(tape_result.tape, grads, tape_result.checkpointer);
 
-        self.cleanup::<NC>(&consumed);
+        let cleaner = self.cleanup::<NC>(&consumed);
 
-        gradients
+        (gradients, cleaner)
     }
 
     /// How many times the registered steps hold each node: a step holds its own node (when it
@@ -104,7 +104,9 @@ impl AutodiffServer {
         holders
     }
 
-    fn cleanup<NC: NodeCleaner>(&mut self, consumed: &Vec<NodeId>) {
+    /// Frees what the backward pass made unreachable; the cleaner it returns has seen every
+    /// freed node (nanobragg patch: returned so the caller can act after releasing its lock).
+    fn cleanup<NC: NodeCleaner>(&mut self, consumed: &Vec<NodeId>) -> NC {
         let mut cleaner = NC::init();
         let holders = self.holders();
         self.memory_management
@@ -116,6 +118,7 @@ impl AutodiffServer {
         for node_id in consumed {
             cleaner.clean(node_id)
         }
+        cleaner
     }
 
     /// Frees the roots of a graph no tensor and no operation in progress uses any more, as
@@ -225,7 +228,7 @@ impl AutodiffServer {
         root_node: NodeRef,
         root_tensor: FloatTensor<B>,
         node_id: NodeId,
-    ) -> Gradients {
+    ) -> (Gradients, NC) {
         let step = self.steps.remove(&node_id).expect(
             "Node should have a step registered, did you forget to call \
              `Tensor::register_grad` on the tensor where you need gradients?",
@@ -236,9 +239,9 @@ impl AutodiffServer {
         let tape_result = self.build_tape(node_id, step, builder, &mut consumed);
 
         let gradients = self.compute_gradients::<B>(root_node, root_tensor, tape_result);
-        self.cleanup::<NC>(&consumed);
+        let cleaner = self.cleanup::<NC>(&consumed);
 
-        gradients
+        (gradients, cleaner)
     }
 
     #[cfg(feature = "distributed")]
