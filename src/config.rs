@@ -134,6 +134,10 @@ pub struct DetectorConfig {
     pub roi: Option<Roi>,
     /// Mask pixels (fast-major, `fpixels·spixels`), 0 = skip (`-mask`).
     pub mask: Option<Vec<u16>>,
+    /// A detector of several panels read from `-geom` or `-detector_expt` (beyond C), in the
+    /// file's frame; it replaces the one panel the other detector flags describe.
+    #[serde(default)]
+    pub panels: Option<crate::panels::PanelLayout>,
 }
 
 impl Default for DetectorConfig {
@@ -167,6 +171,7 @@ impl Default for DetectorConfig {
             mu: None,
             roi: None,
             mask: None,
+            panels: None,
         }
     }
 }
@@ -350,6 +355,19 @@ pub struct OutputConfig {
     pub pngfile: Option<PathBuf>,
     /// The float image as a NumPy `.npy` array `[slow, fast]` (`-npyfile`, beyond C).
     pub npyfile: Option<PathBuf>,
+    /// miniCBF image without noise (`-cbffile`, beyond C): the `-intfile` counts as signed
+    /// 32-bit integers, not clipped at 65535, with a Pilatus header.
+    #[serde(default)]
+    pub cbffile: Option<PathBuf>,
+    /// miniCBF image with Poisson noise (`-cbf_noisefile`, beyond C): the `-noisefile` counts
+    /// (the same draw) as signed 32-bit integers, not clipped at 65535.
+    #[serde(default)]
+    pub cbf_noisefile: Option<PathBuf>,
+    /// NeXus NXmx file (`-nexusfile`, beyond C): int32 counts (the noise image's when noise is
+    /// on, else the `-intfile` counts), the float image and the render's geometry; one stack
+    /// `[shots, slow, fast]` per shard in shot runs.
+    #[serde(default)]
+    pub nexusfile: Option<PathBuf>,
     /// Derivative images (`-derivative NAME FILE`, beyond C): raw f32 ∂I/∂NAME per pixel.
     #[serde(default)]
     pub derivatives: Vec<(String, PathBuf)>,
@@ -377,6 +395,9 @@ impl Default for OutputConfig {
             pgmfile: Some(PathBuf::from("image.pgm")),
             pngfile: None,
             npyfile: None,
+            cbffile: None,
+            cbf_noisefile: None,
+            nexusfile: None,
             derivatives: Vec::new(),
             scale: None,
             adc: 40.0,

@@ -21,6 +21,7 @@ pub mod gradient;
 pub mod io;
 pub mod noise;
 pub mod output;
+pub mod panels;
 pub mod params;
 pub mod physics;
 pub mod probe;

@@ -1,7 +1,14 @@
 //! Image products the C program derives from the float image: statistics, the integer SMV
-//! image, the Poisson noise image and the PGM preview (physics reference §14, §17).
+//! image, the Poisson noise image and the PGM preview (physics reference §14, §17), and the
+//! same integer and noise images as signed 32-bit counts for the miniCBF outputs, with the
+//! header values of both formats.
+//!
+//! The integer images are computed once, as 32-bit counts ([`int_counts`], [`NoisePixels`]);
+//! the 16-bit SMV images are those counts clipped to [0, 65535] ([`clip_to_u16`]), so the CBF
+//! and SMV images agree wherever the SMV is not clipped.
 
 use crate::error::{Error, Result};
+use crate::io::cbf::CbfHeader;
 use crate::io::smv::SmvFields;
 use crate::noise::PoissonNoise;
 use crate::scene::to_host;
@@ -184,17 +191,37 @@ pub fn int_scale(user: Option<f64>, stats: &Statistics) -> f64 {
     }
 }
 
-/// The noiseless integer image, pixel by pixel in file order: ROI pixels get
-/// round-half-up(value·scale + adc) clipped to [0, 65535]; pixels outside the ROI are 0.
-pub fn int_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64, adc: f64) -> impl Iterator<Item = u16> + 'a {
+/// One noiseless integer count as C computes it for the int image, without the 16-bit clip:
+/// round-half-up(value·`scale` + `adc`) floored at 0, the rounding in f32 as C's
+/// `floorf(test + 0.5)` does (so counts above 2²⁴ are rounded to f32 precision), saturating at
+/// 2³¹−1. NaN gives 0.
+pub fn int_count(value: f32, scale: f64, adc: f64) -> i32 {
+    // f64::max takes 0 for NaN
+    let v = (value as f64 * scale + adc).max(0.0);
+    ((v + 0.5) as f32).floor() as i32
+}
+
+/// A count as the 16-bit SMV images store it: clipped to [0, 65535] (C's overload ceiling).
+pub fn clip_to_u16(count: i32) -> u16 {
+    count.clamp(0, u16::MAX as i32) as u16
+}
+
+/// The noiseless integer image as signed 32-bit counts (`-cbffile`), pixel by pixel in file
+/// order: [`int_count`] for ROI pixels, 0 outside the ROI.
+pub fn int_counts<'a>(exp: &Experiment, image: &'a Image, scale: f64, adc: f64) -> impl Iterator<Item = i32> + 'a {
     let roi = roi(exp);
-    image.data.iter().enumerate().map(move |(i, &x)| {
-        if !roi.contains(i) {
-            return 0;
-        }
-        let v = (x as f64 * scale + adc).clamp(0.0, 65535.0);
-        ((v + 0.5) as f32).floor() as u16
-    })
+    image
+        .data
+        .iter()
+        .enumerate()
+        .map(move |(i, &x)| if roi.contains(i) { int_count(x, scale, adc) } else { 0 })
+}
+
+/// The noiseless 16-bit integer image (`-intfile`), pixel by pixel in file order: the
+/// [`int_counts`] clipped to [0, 65535], i.e. C's round-half-up(value·scale + adc) clipped to
+/// [0, 65535] for ROI pixels, 0 outside the ROI.
+pub fn int_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64, adc: f64) -> impl Iterator<Item = u16> + 'a {
+    int_counts(exp, image, scale, adc).map(clip_to_u16)
 }
 
 /// The PGM scale: the user's, else 250/(5·rmsd), else the int scale.
@@ -219,12 +246,16 @@ pub fn pgm_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64) -> impl It
 }
 
 /// The Poisson noise image with C's generator, pixel by pixel in file order (which is C's order
-/// of drawing): for each ROI pixel a deviate of its photons, plus adc, clipped at 65535 (an
-/// overload) and truncated; 0 outside the ROI. Counts photons and overloads as it goes.
+/// of drawing), as signed 32-bit counts: for each ROI pixel a deviate of its photons plus adc,
+/// truncated, floored at 0 and saturating at 2³¹−1; 0 outside the ROI. The `-noisefile` SMV
+/// image is these counts through [`clip_to_u16`], the `-cbf_noisefile` image these counts
+/// themselves: one draw serves both. Counts photons and overloads (deviate + adc above 65535,
+/// C's 16-bit ceiling, whatever file the counts go to) as it goes.
 ///
 /// Non-finite pixels (which C cannot handle: its sampler never returns for NaN) draw no random
-/// number and add no photons: +∞ gives 65535 and counts as an overload, NaN gives 0 (as in the
-/// int image), −∞ gives adc (a deviate of 0, like any negative mean).
+/// number and add no photons: +∞ gives the largest count (65535 in the SMV image) and counts as
+/// an overload, NaN gives 0 (as in the int image), −∞ gives adc (a deviate of 0, like any
+/// negative mean).
 pub struct NoisePixels<'a> {
     noise: PoissonNoise,
     data: std::iter::Enumerate<std::slice::Iter<'a, f32>>,
@@ -232,7 +263,7 @@ pub struct NoisePixels<'a> {
     adc: f64,
     /// Photons drawn so far (finite deviates).
     pub photons: f64,
-    /// Pixels clipped at 65535 so far.
+    /// Pixels above 65535 so far (clipped in the SMV image).
     pub overloads: usize,
 }
 
@@ -250,9 +281,9 @@ impl<'a> NoisePixels<'a> {
 }
 
 impl Iterator for NoisePixels<'_> {
-    type Item = u16;
+    type Item = i32;
 
-    fn next(&mut self) -> Option<u16> {
+    fn next(&mut self) -> Option<i32> {
         let (i, &x) = self.data.next()?;
         if !self.roi.contains(i) {
             return Some(0);
@@ -261,13 +292,13 @@ impl Iterator for NoisePixels<'_> {
         if n.is_finite() {
             self.photons += n;
         }
-        let mut v = n + self.adc;
+        let v = n + self.adc;
         if v > 65535.0 {
-            v = 65535.0;
             self.overloads += 1;
         }
-        // a NaN deviate becomes 0 here (Rust's float-to-int cast), as in the int image
-        Some(v as u16)
+        // truncated as C's cast; a NaN deviate (f64::max takes 0 for it) and negative counts
+        // become 0, as in the int image; +∞ saturates
+        Some(v.max(0.0) as i32)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -334,6 +365,46 @@ pub fn smv_fields(exp: &Experiment) -> SmvFields {
     }
 }
 
+/// The exposure written to CBF headers when `-exposure` is not a positive time (s): DIALS
+/// takes a scan's exposure from the header and needs one.
+pub const CBF_FALLBACK_EXPOSURE_S: f64 = 1.0;
+
+/// The Pilatus header of the CBF images of an experiment, from the same values as
+/// [`smv_fields`]: pixel size and distance (m), wavelength (Å), start angle (`-phi`) and
+/// increment (`-osc`) (°), and the beam centre as Pilatus defines `Beam_xy`: the direct beam's
+/// (fast, slow) position in pixels from the outer corner of the first pixel (Fbeam/pixel,
+/// Sbeam/pixel, so the centre of pixel (0, 0) is (0.5, 0.5)). The sensor thickness is
+/// `-detector_thick` (m; 0 is written as 0: no parallax, as rendered), the exposure `-exposure`
+/// (s; [`CBF_FALLBACK_EXPOSURE_S`] when that is not positive), 2θ `-twotheta` (°; dxtbx and XDS
+/// ignore it), and `Count_cutoff` the largest count an int32 pixel holds. Detector rotations
+/// have no line in the header. The timestamp is fixed (1970-01-01T00:00:00.000), so the same
+/// run writes the same bytes.
+pub fn cbf_header(exp: &Experiment) -> CbfHeader {
+    let d = &exp.detector;
+    let exposure = if exp.exposure > 0.0 && exp.exposure.is_finite() {
+        exp.exposure
+    } else {
+        CBF_FALLBACK_EXPOSURE_S
+    };
+    CbfHeader {
+        detector: "nanobragg simulation, S/N 60-0000".to_string(),
+        timestamp: "1970-01-01T00:00:00.000".to_string(),
+        pixel_size_x_m: d.pixel_size,
+        pixel_size_y_m: d.pixel_size,
+        thickness_m: exp.sensor.thickness,
+        exposure_time_s: exposure,
+        count_cutoff: i32::MAX,
+        wavelength_a: exp.lambda0 * 1e10,
+        distance_m: d.distance,
+        beam_x_px: d.fbeam / d.pixel_size,
+        beam_y_px: d.sbeam / d.pixel_size,
+        start_angle_deg: exp.phi0.to_degrees(),
+        angle_increment_deg: exp.phi.range.to_degrees(),
+        detector_2theta_deg: d.twotheta.to_degrees(),
+        ..CbfHeader::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,10 +455,122 @@ mod tests {
         let exp = experiment(2);
         let img = image(vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 5.0], 2);
         let mut pixels = NoisePixels::new(&exp, &img, 1, 40.0);
-        let noisy: Vec<u16> = pixels.by_ref().collect();
-        assert_eq!(&noisy[..3], &[0, 65535, 40]);
+        let noisy: Vec<i32> = pixels.by_ref().collect();
+        assert_eq!(&noisy[..3], &[0, i32::MAX, 40]);
+        let smv: Vec<u16> = noisy.iter().map(|&c| clip_to_u16(c)).collect();
+        assert_eq!(&smv[..3], &[0, 65535, 40]);
         assert_eq!(pixels.overloads, 1);
         // only the finite pixel adds photons
         assert_eq!(pixels.photons, noisy[3] as f64 - 40.0);
+    }
+
+    /// C's int-image pixel, as the port computed it before the 32-bit counts existed.
+    fn c_int_pixel(x: f32, scale: f64, adc: f64) -> u16 {
+        let v = (x as f64 * scale + adc).clamp(0.0, 65535.0);
+        ((v + 0.5) as f32).floor() as u16
+    }
+
+    #[test]
+    fn int_counts_clipped_are_cs_16_bit_pixels() {
+        let values = [
+            0.0f32,
+            0.49,
+            0.5,
+            1.5,
+            -3.0,
+            1000.25,
+            65534.4,
+            65534.6,
+            65535.4,
+            65535.6,
+            1e6,
+            3e9,
+            f32::MAX,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        for &x in &values {
+            for (scale, adc) in [
+                (1.0, 0.0),
+                (1.0, 40.0),
+                (0.5, 10.0),
+                (123.4, 40.0),
+                (1.0, -100.0),
+                (1.0, 0.3),
+            ] {
+                let count = int_count(x, scale, adc);
+                assert_eq!(clip_to_u16(count), c_int_pixel(x, scale, adc), "{x} {scale} {adc}");
+                // the count keeps what the clip loses
+                let v = x as f64 * scale + adc;
+                if v.is_finite() && (65535.5..2e9).contains(&v) {
+                    assert_eq!(count as f64, ((v + 0.5) as f32).floor() as f64, "{x}");
+                }
+            }
+        }
+        assert_eq!(int_count(1e6, 1.0, 40.0), 1_000_040);
+        assert_eq!(int_count(f32::INFINITY, 1.0, 40.0), i32::MAX);
+        assert_eq!(int_count(f32::NAN, 1.0, 40.0), 0);
+        assert_eq!(
+            (clip_to_u16(-5), clip_to_u16(70_000), clip_to_u16(123)),
+            (0, 65535, 123)
+        );
+    }
+
+    #[test]
+    fn int_images_agree_where_the_smv_is_not_clipped() {
+        let exp = experiment(2);
+        let img = image(vec![10.0, 70_000.0, 65_495.0, 1e7], 2);
+        let counts: Vec<i32> = int_counts(&exp, &img, 1.0, 40.0).collect();
+        let pixels: Vec<u16> = int_pixels(&exp, &img, 1.0, 40.0).collect();
+        assert_eq!(counts, [50, 70_040, 65_535, 10_000_040]);
+        assert_eq!(pixels, [50, 65_535, 65_535, 65_535]);
+    }
+
+    #[test]
+    fn cbf_header_takes_the_renders_geometry() {
+        let flags = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 1.2 -N 2 -pixel 0.1 -detpixels 64 \
+                     -distance 120 -Xbeam 3 -Ybeam 2.5 -phi 10 -osc 0.5 -detector_thick 300 -exposure 0.25 \
+                     -twotheta 5";
+        let args: Vec<&str> = flags.split_whitespace().collect();
+        let crate::cli::Parsed::Run(cfg, _) = crate::cli::parse_args(&args).unwrap() else {
+            panic!("a run")
+        };
+        let exp = Experiment::with_structure_factors(&cfg, None).unwrap();
+        let h = cbf_header(&exp);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert!(close(h.pixel_size_x_m, 1e-4) && close(h.pixel_size_y_m, 1e-4));
+        assert!(close(h.wavelength_a, 1.2));
+        assert!(close(h.distance_m, exp.detector.distance));
+        assert!(close(h.thickness_m, 300e-6));
+        assert!(close(h.exposure_time_s, 0.25));
+        assert!(close(h.start_angle_deg, 10.0) && close(h.angle_increment_deg, 0.5));
+        assert!(close(h.detector_2theta_deg, 5.0));
+        // Beam_xy: Fbeam, Sbeam in pixels from the corner of pixel (0, 0)
+        assert!(close(h.beam_x_px, exp.detector.fbeam / 1e-4));
+        assert!(close(h.beam_y_px, exp.detector.sbeam / 1e-4));
+        assert_eq!(h.count_cutoff, i32::MAX);
+        h.validate().unwrap();
+        // the same values as the SMV header
+        let smv = smv_fields(&exp);
+        assert!(close(h.distance_m * 1e3, smv.distance_mm));
+        assert!(close(h.wavelength_a, smv.wavelength_angstrom));
+        assert!(close(h.beam_x_px * smv.pixel_size_mm, smv.adxv_center_x_mm));
+        assert!(close(h.start_angle_deg, smv.osc_start_deg) && close(h.angle_increment_deg, smv.osc_range_deg));
+        // no exposure time: the fallback DIALS can use
+        let mut cfg = cfg.clone();
+        cfg.beam.exposure = 0.0;
+        let exp = Experiment::with_structure_factors(&cfg, None).unwrap();
+        assert_eq!(cbf_header(&exp).exposure_time_s, CBF_FALLBACK_EXPOSURE_S);
+    }
+
+    #[test]
+    fn untilted_mosflm_beam_centre_in_pixels() {
+        let exp = experiment(64);
+        let h = cbf_header(&exp);
+        // MOSFLM: Fbeam = Ybeam + ½ pixel, Sbeam = Xbeam + ½ pixel (default Xbeam = Ybeam = detsize/2)
+        let px = exp.detector.pixel_size;
+        assert!((h.beam_x_px - (exp.detector.ybeam + 0.5 * px) / px).abs() < 1e-9);
+        assert!((h.beam_y_px - (exp.detector.xbeam + 0.5 * px) / px).abs() < 1e-9);
     }
 }

@@ -6,11 +6,22 @@ use nanobragg::config::{HklSource, Pivot, SimConfig};
 use nanobragg::console::Console;
 use nanobragg::engine::Engine;
 use nanobragg::io::cfmt::fmt_g;
+use nanobragg::io::hkl::HklGrid;
 use nanobragg::io::{
-    fdump::write_fdump, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image,
+    cbf::write_cbf,
+    fdump::write_fdump,
+    nexus::write_nexus_image,
+    npy::{write_npy_f32, write_npy_f32_parts},
+    pgm::write_pgm,
+    png::write_png_preview,
+    raw::{write_float_image, write_float_parts},
     smv::write_smv,
 };
-use nanobragg::output::{int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels, NonFinite, Statistics};
+use nanobragg::output::{
+    cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels,
+    NonFinite, Statistics,
+};
+use nanobragg::panels::{custom::panel_configs, PanelLayout};
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
 use nanobragg::simulate::{Image, Progress, RenderOptions};
 use nanobragg::trace::trace_pixel;
@@ -78,11 +89,14 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     let engine = run_opts.engine()?;
     check_output_dirs(&cfg)?;
     let grid = load_structure_factors(&cfg)?;
-    let exp = Experiment::with_structure_factors(&cfg, grid)?;
-    if let (HklSource::File(_), Some(grid)) = (&cfg.crystal.hkl, &exp.structure_factors.grid) {
+    if let (HklSource::File(_), Some(grid)) = (&cfg.crystal.hkl, &grid) {
         // as C: cache the structure factors for runs without -hkl
         write_fdump(std::path::Path::new("Fdump.bin"), grid)?;
     }
+    if let Some(layout) = &cfg.detector.panels {
+        return run_panels(&cfg, layout, grid, &run_opts, threads, con);
+    }
+    let exp = Experiment::with_structure_factors(&cfg, grid)?;
     for w in &exp.warnings {
         writeln!(con, "WARNING: {w}")?;
     }
@@ -105,8 +119,171 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
         print_pixels(&exp, &image, con)?;
     }
     print_traces(&cfg, &exp, con)?;
-    write_outputs(&cfg, &exp, &image, con)?;
+    write_outputs(&cfg, &exp, &image, true, con)?;
     write_derivatives(&cfg, &exp, &render, &run_opts, con)
+}
+
+/// A detector of several panels (`-geom`, `-detector_expt`): each panel rendered as its own
+/// CUSTOM detector (`nanobragg::panels::custom`), in the file's order. `-floatfile` and
+/// `-npyfile` hold all panels, `[P, slow, fast]`; the other images are written per panel,
+/// named `STEM_PANEL.EXT`, with one `-intfile` scale for all panels (from the brightest pixel
+/// of the detector unless `-scale`), and panel k's noise drawn from seed `-seed` + k.
+fn run_panels(
+    cfg: &SimConfig,
+    layout: &PanelLayout,
+    grid: Option<HklGrid>,
+    run_opts: &RunOptions,
+    threads: usize,
+    con: &mut Out,
+) -> Result<()> {
+    let out = &cfg.output;
+    let refuse = |flag: &str| Err(Error::flag(flag, "not yet written for a detector of several panels"));
+    if !out.derivatives.is_empty() {
+        return refuse("-derivative");
+    }
+    if out.nexusfile.is_some() {
+        return refuse("-nexusfile");
+    }
+    if out.trace_pixel.is_some() || out.printout_pixel.is_some() {
+        return refuse("-trace_pixel");
+    }
+    let configs = panel_configs(cfg, layout, "-geom/-detector_expt")?;
+    let engine = run_opts.engine()?;
+    let device = engine.probe()?;
+    if engine != Engine::default() {
+        writeln!(con, "engine: {} on {device}", engine.name())?;
+    }
+    let render = render_options(cfg, run_opts, threads);
+    let names = panel_file_names(layout);
+    let mut rendered = Vec::with_capacity(configs.len());
+    for (k, pc) in configs.iter().enumerate() {
+        let exp = Experiment::with_structure_factors(pc, grid.clone())?;
+        if k == 0 {
+            print_setup(&exp, con)?;
+        }
+        let d = &exp.detector;
+        writeln!(
+            con,
+            "panel {} ({}/{}): {}x{} pixels of {} m, pix0 {} {} {}",
+            layout.panels[k].name,
+            k + 1,
+            configs.len(),
+            d.fpixels,
+            d.spixels,
+            fmt_g(d.pixel_size),
+            fmt_g(d.pix0[0]),
+            fmt_g(d.pix0[1]),
+            fmt_g(d.pix0[2])
+        )?;
+        let image = engine.render(&exp, &render)?;
+        check_finite(&image, run_opts.allow_nonfinite, con)?;
+        // the outputs need no structure factors: keep one copy of the grid, not one a panel
+        let mut exp = exp;
+        exp.structure_factors.grid = None;
+        rendered.push((exp, image));
+    }
+    write_panel_images(cfg, &rendered, con)?;
+    let max_i = rendered
+        .iter()
+        .map(|(exp, image)| Statistics::of(exp, image).max_i)
+        .fold(0.0, f64::max);
+    let brightest = Statistics {
+        max_i,
+        max_at: (0.0, 0.0),
+        mean: 0.0,
+        rms: 0.0,
+        rmsd: 0.0,
+        rendered: 0,
+    };
+    let scale = int_scale(out.scale, &brightest);
+    let seed = out.seed.unwrap_or_else(time_seed);
+    for (k, ((exp, image), name)) in rendered.iter().zip(&names).enumerate() {
+        writeln!(con, "panel {}:", layout.panels[k].name)?;
+        let per_panel = panel_outputs(cfg, name, scale, seed.wrapping_add(k as i64));
+        write_outputs(&per_panel, exp, image, false, con)?;
+    }
+    Ok(())
+}
+
+/// `-floatfile` (and `-npyfile`): every panel's float image, one after the other, streamed
+/// from the panels' images (the detector's image is held once).
+fn write_panel_images(cfg: &SimConfig, rendered: &[(Experiment, Image)], con: &mut Out) -> Result<()> {
+    let out = &cfg.output;
+    let parts: Vec<&[f32]> = rendered.iter().map(|(_, image)| image.data.as_slice()).collect();
+    write_float_parts(&out.floatfile, &parts)?;
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    writeln!(
+        con,
+        "writing {} as {total} 4-byte floats ({} panels)",
+        out.floatfile.display(),
+        rendered.len()
+    )?;
+    let (f, s) = (rendered[0].1.fpixels, rendered[0].1.spixels);
+    if let Some(npy) = &out.npyfile {
+        if rendered.iter().any(|(_, i)| (i.fpixels, i.spixels) != (f, s)) {
+            return Err(Error::flag(
+                "-npyfile",
+                "the panels differ in size; one array [panels, slow, fast] needs panels of one size",
+            ));
+        }
+        write_npy_f32_parts(npy, &[rendered.len(), s, f], &parts)?;
+        writeln!(
+            con,
+            "writing {} as a [{}, {s}, {f}] float32 NumPy array",
+            npy.display(),
+            rendered.len()
+        )?;
+    }
+    Ok(())
+}
+
+/// File-name parts for the panels: their names where those are distinct and safe in a file
+/// name, else `panelK`.
+fn panel_file_names(layout: &PanelLayout) -> Vec<String> {
+    let safe = |n: &str| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+    };
+    let names: Vec<&str> = layout.panels.iter().map(|p| p.name.as_str()).collect();
+    let distinct = names.iter().collect::<std::collections::BTreeSet<_>>().len() == names.len();
+    if distinct && names.iter().all(|n| safe(n)) {
+        names.iter().map(|n| n.to_string()).collect()
+    } else {
+        (0..names.len()).map(|k| format!("panel{k}")).collect()
+    }
+}
+
+/// `path` with `_PANEL` before its extension.
+fn with_panel(path: &std::path::Path, panel: &str) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}_{panel}.{}", ext.to_string_lossy()),
+        None => format!("{stem}_{panel}"),
+    };
+    path.with_file_name(name)
+}
+
+/// The outputs of one panel: every per-image file renamed for the panel, the detector's
+/// `-intfile` scale, and the panel's noise seed; the float image and NumPy array are written
+/// for all panels at once.
+fn panel_outputs(cfg: &SimConfig, panel: &str, scale: f64, seed: i64) -> SimConfig {
+    let out = &cfg.output;
+    let rename = |p: &Option<std::path::PathBuf>| p.as_deref().map(|p| with_panel(p, panel));
+    let mut c = cfg.clone();
+    c.output.intfile = with_panel(&out.intfile, panel);
+    c.output.noisefile = rename(&out.noisefile);
+    c.output.pgmfile = rename(&out.pgmfile);
+    c.output.pngfile = rename(&out.pngfile);
+    c.output.cbffile = rename(&out.cbffile);
+    c.output.cbf_noisefile = rename(&out.cbf_noisefile);
+    c.output.npyfile = None;
+    c.output.scale = Some(scale);
+    c.output.seed = Some(seed);
+    c
 }
 
 /// Reports pixels that are not finite numbers. Infinity is an overflow of the f32 range, which
@@ -212,7 +389,9 @@ fn print_traces(cfg: &SimConfig, exp: &Experiment, con: &mut Out) -> Result<()> 
     Ok(())
 }
 
-fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out) -> Result<()> {
+/// Every output of one image; `float` writes `-floatfile` (a multi-panel run writes it for all
+/// panels at once).
+fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, float: bool, con: &mut Out) -> Result<()> {
     let out = &cfg.output;
     let sr = image.omega_sum / exp.steps as f64;
     let g = fmt_g;
@@ -223,13 +402,15 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out
         g(100.0 * sr / 4.0 / std::f64::consts::PI)
     )?;
     let stats = Statistics::of(exp, image);
-    write_float_image(&out.floatfile, &image.data)?;
-    writeln!(
-        con,
-        "writing {} as {} 4-byte floats",
-        out.floatfile.display(),
-        image.data.len()
-    )?;
+    if float {
+        write_float_image(&out.floatfile, &image.data)?;
+        writeln!(
+            con,
+            "writing {} as {} 4-byte floats",
+            out.floatfile.display(),
+            image.data.len()
+        )?;
+    }
     writeln!(
         con,
         "max_I = {}  at {} {}",
@@ -249,6 +430,12 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out
     let fields = smv_fields(exp);
     write_smv(&out.intfile, &fields, int_pixels(exp, image, scale, out.adc))?;
     writeln!(con, "writing {} as 2-byte integers", out.intfile.display())?;
+    if let Some(cbf) = &out.cbffile {
+        // the -intfile counts, not clipped at 65535
+        let counts: Vec<i32> = int_counts(exp, image, scale, out.adc).collect();
+        write_cbf(cbf, &cbf_header(exp), &counts, image.fpixels, image.spixels)?;
+        writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
+    }
     if let Some(pgm) = &out.pgmfile {
         let s = pgm_scale(out.pgmscale, scale, &stats);
         writeln!(con, "pgm_scale = {}", g(s))?;
@@ -269,14 +456,43 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, con: &mut Out
             image.fpixels
         )?;
     }
-    if let Some(noisefile) = &out.noisefile {
+    // the NeXus file holds the noise image's counts when noise is on (no -nonoise)
+    let nexus_noise = out.nexusfile.is_some() && out.noisefile.is_some();
+    let mut noise_counts = None;
+    if out.noisefile.is_some() || out.cbf_noisefile.is_some() {
         let seed = out.seed.unwrap_or_else(time_seed);
-        // drawn as it is written: the counts are known once the file is
+        // drawn once, as it is written: the counts are known once the files are
         let mut noisy = NoisePixels::new(exp, image, seed, out.adc);
-        write_smv(noisefile, &fields, &mut noisy)?;
+        // the CBF and NeXus files need the whole image; the SMV is written from the same counts
+        let whole = out.cbf_noisefile.is_some() || nexus_noise;
+        let counts: Option<Vec<i32>> = whole.then(|| noisy.by_ref().collect());
+        if let Some(noisefile) = &out.noisefile {
+            match &counts {
+                Some(c) => write_smv(noisefile, &fields, c.iter().map(|&c| clip_to_u16(c)))?,
+                None => write_smv(noisefile, &fields, noisy.by_ref().map(clip_to_u16))?,
+            }
+        }
+        if let (Some(cbf), Some(c)) = (&out.cbf_noisefile, &counts) {
+            write_cbf(cbf, &cbf_header(exp), c, image.fpixels, image.spixels)?;
+        }
         let (photons, overloads) = (noisy.photons, noisy.overloads);
         writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
-        writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
+        if let Some(noisefile) = &out.noisefile {
+            writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
+        }
+        if let Some(cbf) = &out.cbf_noisefile {
+            writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
+        }
+        noise_counts = counts.filter(|_| nexus_noise);
+    }
+    if let Some(nexus) = &out.nexusfile {
+        let counts = noise_counts.unwrap_or_else(|| int_counts(exp, image, scale, out.adc).collect());
+        write_nexus_image(nexus, exp, &counts, &image.data)?;
+        writeln!(
+            con,
+            "writing {} as NeXus NXmx (4-byte integers and floats)",
+            nexus.display()
+        )?;
     }
     Ok(())
 }
@@ -291,6 +507,9 @@ fn check_output_dirs(cfg: &SimConfig) -> Result<()> {
         out.noisefile.as_ref(),
         out.pngfile.as_ref(),
         out.npyfile.as_ref(),
+        out.cbffile.as_ref(),
+        out.cbf_noisefile.as_ref(),
+        out.nexusfile.as_ref(),
     ];
     let derivatives = out.derivatives.iter().map(|(_, p)| Some(p));
     for path in files.into_iter().chain(derivatives).flatten() {

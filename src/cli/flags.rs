@@ -129,6 +129,11 @@ pub(crate) enum Opt {
     // Port-only options.
     Pngfile,
     Npyfile,
+    Cbffile,
+    CbfNoisefile,
+    Nexusfile,
+    Geom,
+    DetectorExpt,
     Derivative,
     Engine,
     Fusion,
@@ -341,6 +346,11 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     // Port-only options.
     ("-pngfile", Opt::Pngfile),
     ("-npyfile", Opt::Npyfile),
+    ("-cbffile", Opt::Cbffile),
+    ("-cbf_noisefile", Opt::CbfNoisefile),
+    ("-nexusfile", Opt::Nexusfile),
+    ("-geom", Opt::Geom),
+    ("-detector_expt", Opt::DetectorExpt),
     ("-derivative", Opt::Derivative),
     ("-engine", Opt::Engine),
     ("-fusion", Opt::Fusion),

@@ -143,11 +143,41 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Parsed> {
     }
     st.mask = last_value(Opt::Mask);
     st.img = last_value(Opt::Img);
+    read_panels(&mut st.cfg, &items)?;
 
     for it in &items {
         apply(&mut st, it)?;
     }
     st.finish()
+}
+
+/// `-geom FILE` or `-detector_expt FILE` (one of them, the last given): the detector's panels,
+/// read before the other flags like the `-img` header, so the file's wavelength is a default
+/// that `-lambda` and `-energy` override.
+fn read_panels(cfg: &mut SimConfig, items: &[Item<'_>]) -> Result<()> {
+    let given: Vec<&Item<'_>> = items
+        .iter()
+        .filter(|it| matches!(it.opt, Opt::Geom | Opt::DetectorExpt))
+        .collect();
+    let Some(last) = given.last() else {
+        return Ok(());
+    };
+    if let Some(other) = given.iter().find(|it| it.opt != last.opt) {
+        return Err(Error::flag(
+            last.flag,
+            format!("cannot be combined with {}: give the detector once", other.flag),
+        ));
+    }
+    let path = PathBuf::from(last.values[0]);
+    let layout = match last.opt {
+        Opt::Geom => crate::panels::geom::read_geom(&path)?,
+        _ => crate::panels::expt::read_expt(&path)?,
+    };
+    if let Some(lambda) = layout.beam.wavelength {
+        cfg.beam.lambda0 = lambda;
+    }
+    cfg.detector.panels = Some(layout);
+    Ok(())
 }
 
 /// Applies more flags on top of an already parsed configuration, exactly as if they had been
@@ -162,7 +192,7 @@ pub fn apply_args<S: AsRef<str>>(cfg: &SimConfig, opts: RunOptions, args: &[S]) 
     let items = tokenize(&args)?.ok_or_else(|| Error::flag("-h", "not allowed here"))?;
     let mut st = State::from_config(cfg.clone(), opts);
     for it in &items {
-        if matches!(it.opt, Opt::Img | Opt::Mask) {
+        if matches!(it.opt, Opt::Img | Opt::Mask | Opt::Geom | Opt::DetectorExpt) {
             return Err(Error::flag(
                 it.flag,
                 "cannot be applied on top of a parsed configuration",
@@ -349,6 +379,9 @@ fn check_outputs_spare_inputs(cfg: &SimConfig, files: &[(&str, &Option<PathBuf>)
         out.pgmfile.as_ref().map(|p| ("-pgmfile", p)),
         out.pngfile.as_ref().map(|p| ("-pngfile", p)),
         out.npyfile.as_ref().map(|p| ("-npyfile", p)),
+        out.cbffile.as_ref().map(|p| ("-cbffile", p)),
+        out.cbf_noisefile.as_ref().map(|p| ("-cbf_noisefile", p)),
+        out.nexusfile.as_ref().map(|p| ("-nexusfile", p)),
     ]
     .into_iter()
     .flatten()
@@ -608,7 +641,7 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
         Opt::Hkl => xtal.hkl = crate::config::HklSource::File(v.path()),
         Opt::Mat => st.matfile = Some(v.path()),
         Opt::Sourcefile => st.sourcefile = Some(v.path()),
-        Opt::Img | Opt::Mask | Opt::StolIgnored => {}
+        Opt::Img | Opt::Mask | Opt::StolIgnored | Opt::Geom | Opt::DetectorExpt => {}
         Opt::Cell => {
             let mut c = [0.0; 6];
             for (k, slot) in c.iter_mut().enumerate().take(it.values.len()) {
@@ -887,6 +920,9 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
             out.derivatives.push((name.to_string(), PathBuf::from(v.values[1])));
         }
         Opt::Npyfile => out.npyfile = Some(v.path()),
+        Opt::Cbffile => out.cbffile = Some(v.path()),
+        Opt::CbfNoisefile => out.cbf_noisefile = Some(v.path()),
+        Opt::Nexusfile => out.nexusfile = Some(v.path()),
         Opt::Engine => {
             st.opts.engine = match v.text(0) {
                 "cpu" => EngineKind::Cpu,

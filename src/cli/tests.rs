@@ -734,6 +734,12 @@ fn order_effects() {
 #[test]
 fn output_switches() {
     let o = |a: &[&str]| cfg(a).output;
+    // the CBF images only when asked for; -nonoise drops the SMV noise image only
+    assert_eq!((o(&[]).cbffile, o(&[]).cbf_noisefile), (None, None));
+    let c = o(&["-cbffile", "i.cbf", "-cbf_noisefile", "n.cbf", "-nonoise"]);
+    assert_eq!(c.cbffile, Some(PathBuf::from("i.cbf")));
+    assert_eq!(c.cbf_noisefile, Some(PathBuf::from("n.cbf")));
+    assert_eq!(c.noisefile, None);
     assert_eq!(o(&[]).noisefile, Some(PathBuf::from("noiseimage.img")));
     assert_eq!(o(&["-nonoise"]).noisefile, None);
     assert_eq!(o(&["-noisefile", "n.img", "-nonoise"]).noisefile, None);

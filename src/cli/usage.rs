@@ -123,6 +123,19 @@ Output
 Port options
   -pngfile FILE             log-scaled 8-bit PNG preview of the float image
   -npyfile FILE             the float image as a NumPy .npy array [slow, fast]
+  -cbffile FILE             miniCBF image without noise: the -intfile counts as int32, not
+                            clipped at 65535, with a Pilatus header (docs/outputs.md)
+  -cbf_noisefile FILE       miniCBF image with Poisson noise: the -noisefile counts (same
+                            draw, same -seed) as int32, not clipped at 65535 (written even
+                            with -nonoise, which drops only the SMV noise image)
+  -nexusfile FILE           NeXus NXmx (HDF5) file: int32 counts (with noise unless
+                            -nonoise), the float image and the detector, beam and
+                            goniometer as rendered; shot runs write one stack per shard
+  -geom FILE                a detector of many panels from a CrystFEL geometry file:
+                            -floatfile/-npyfile hold [panels, slow, fast], the other
+                            images are written per panel (docs/panels.md)
+  -detector_expt FILE       the same from the first detector of a DIALS experiment list
+                            (.expt); its wavelength unless -lambda/-energy
   -derivative NAME FILE     ∂(pixel)/∂NAME per pixel as raw f32, in NAME's flag units
                             (repeatable; NAME: distance close_distance Xbeam Ybeam cell_a
                             cell_b cell_c cell_alpha cell_beta cell_gamma misset_x misset_y

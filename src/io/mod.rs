@@ -1,15 +1,19 @@
 //! File readers and writers: structure factors (`-hkl`, `Fdump.bin`), orientation matrices
 //! (`-mat`), source lists (`-sourcefile`), SMV images (`-img`, `-mask`, `-intfile`,
-//! `-noisefile`), raw float images (`-floatfile`) and PGM previews (`-pgmfile`).
+//! `-noisefile`), miniCBF images (`-cbffile`, `-cbf_noisefile`: signed 32-bit pixels with a
+//! Pilatus header), NeXus NXmx files (`-nexusfile`), raw float images (`-floatfile`) and PGM previews (`-pgmfile`).
+//! `docs/outputs.md` lists every output and the programs that read it.
 //!
 //! Readers never panic: malformed input gives an [`Error`](crate::error::Error) naming the file
 //! and, where it makes sense, the 1-based line. Writers replace their output atomically.
 
 pub mod atomic;
+pub mod cbf;
 pub mod cfmt;
 pub mod fdump;
 pub mod hkl;
 pub mod matrix;
+pub mod nexus;
 pub mod npy;
 pub mod pgm;
 pub mod png;

@@ -37,12 +37,18 @@ fn header(shape: &[usize]) -> String {
 ///
 /// Error if the product of `shape` is not `data.len()` or the header does not fit format 1.0.
 pub fn write_npy_f32(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
+    write_npy_f32_parts(path, shape, &[data])
+}
+
+/// [`write_npy_f32`] of `parts` one after the other, without joining them in memory (the panels
+/// of a detector: shape `[P, slow, fast]`).
+pub fn write_npy_f32_parts(path: &Path, shape: &[usize], parts: &[&[f32]]) -> Result<()> {
     let invalid = |msg: String| Error::io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, msg));
     let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
-    if count != Some(data.len()) {
+    let given: usize = parts.iter().map(|p| p.len()).sum();
+    if count != Some(given) {
         return Err(invalid(format!(
-            "array shape {shape:?} does not hold the {} values given",
-            data.len()
+            "array shape {shape:?} does not hold the {given} values given"
         )));
     }
     let h = header(shape);
@@ -53,7 +59,7 @@ pub fn write_npy_f32(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
         w.write_all(MAGIC)?;
         w.write_all(&len.to_le_bytes())?;
         w.write_all(h.as_bytes())?;
-        write_values(w, data.iter().map(|v| v.to_le_bytes()), data.len())
+        write_values(w, parts.iter().flat_map(|p| p.iter()).map(|v| v.to_le_bytes()), given)
     })
 }
 

@@ -10,8 +10,15 @@ use std::path::Path;
 
 /// Writes `data` as raw little-endian `f32` values, atomically.
 pub fn write_float_image(path: &Path, data: &[f32]) -> Result<()> {
+    write_float_parts(path, &[data])
+}
+
+/// Writes `parts` one after the other as raw little-endian `f32` values, atomically, without
+/// joining them in memory (the panels of a detector: `[P, slow, fast]`).
+pub fn write_float_parts(path: &Path, parts: &[&[f32]]) -> Result<()> {
+    let len = parts.iter().map(|p| p.len()).sum();
     write_atomic_with(path, &mut |w| {
-        write_values(w, data.iter().map(|v| v.to_le_bytes()), data.len())
+        write_values(w, parts.iter().flat_map(|p| p.iter()).map(|v| v.to_le_bytes()), len)
     })
 }
 

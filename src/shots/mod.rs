@@ -12,6 +12,7 @@ pub mod args;
 pub mod list;
 pub mod manifest;
 pub mod merge;
+pub mod nexus;
 pub mod output;
 pub mod random;
 pub mod run;

@@ -9,14 +9,22 @@
 //! | PGM (`-pgmfile`, on unless `-nopgm`) | `{prefix}{index:06}.pgm` |
 //! | PNG preview (`-pngfile`)   | `{prefix}{index:06}.png`     |
 //! | NumPy array (`-npyfile`)   | `{prefix}{index:06}.npy`     |
+//! | miniCBF image (`-cbffile`) | `{prefix}{index:06}.cbf`     |
+//! | miniCBF noise image (`-cbf_noisefile`) | `{prefix}{index:06}_noise.cbf` |
+//! | NeXus stack (`-nexusfile`) | `{prefix}shots.nxs`, one per shard ([`super::nexus`]) |
 //!
 //! File names given to those flags only switch the optional outputs on; the names come from
 //! the prefix.
 
 use crate::config::OutputConfig;
 use crate::error::Result;
-use crate::io::{npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image, smv::write_smv};
-use crate::output::{int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels, Statistics};
+use crate::io::{
+    cbf::write_cbf, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image, smv::write_smv,
+};
+use crate::output::{
+    cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels,
+    Statistics,
+};
 use crate::setup::Experiment;
 use crate::simulate::Image;
 use serde_json::{json, Value};
@@ -44,38 +52,55 @@ pub fn output_files(prefix: &str, index: usize, out: &OutputConfig) -> Vec<(&'st
     if out.npyfile.is_some() {
         files.push(("npy", name(".npy")));
     }
+    if out.cbffile.is_some() {
+        files.push(("cbf", name(".cbf")));
+    }
+    if out.cbf_noisefile.is_some() {
+        files.push(("cbf_noise", name("_noise.cbf")));
+    }
     files
 }
+
+/// A shot's files (kind, path), its statistics and, with `-nexusfile`, its int32 counts.
+pub type ShotWritten = (Vec<(&'static str, PathBuf)>, Value, Option<Vec<i32>>);
 
 /// Writes shot `index`'s outputs as a classic run would (same scales, same noise for the same
 /// `-seed`) and returns the files written and the statistics C prints, as JSON: `max_I`,
 /// `max_I_at_m` (fast, slow position in m), `mean`, `rms`, `rmsd`, `rendered_pixels`,
 /// `intfile_scale`, `solid_angle_sr`, and where written `pgm_scale`, `noise_photons`,
-/// `noise_overloads`.
+/// `noise_overloads`. The SMV and CBF noise images are one draw. With `-nexusfile` it also
+/// returns the counts for the run's NeXus stack (the noise image's when noise is on).
 pub fn write_shot(
     prefix: &str,
     index: usize,
     out: &OutputConfig,
     exp: &Experiment,
     image: &Image,
-) -> Result<(Vec<(&'static str, PathBuf)>, Value)> {
+) -> Result<ShotWritten> {
     let files = output_files(prefix, index, out);
     let stats = Statistics::of(exp, image);
     let scale = int_scale(out.scale, &stats);
     let fields = smv_fields(exp);
     let mut extra = serde_json::Map::new();
+    // the noise image, drawn once for both noise files (kept whole only when a CBF wants it)
+    let mut noisy = NoisePixels::new(
+        exp,
+        image,
+        // the caller always sets a seed in shot runs; C's clock seed otherwise
+        out.seed.unwrap_or_else(crate::setup::crystal::time_seed),
+        out.adc,
+    );
+    // a NeXus stack holds the noise image's counts when noise is on (no -nonoise)
+    let nexus_noise = out.nexusfile.is_some() && out.noisefile.is_some();
+    let noise_counts: Option<Vec<i32>> = (out.cbf_noisefile.is_some() || nexus_noise).then(|| noisy.by_ref().collect());
     for (kind, path) in &files {
         match *kind {
             "float" => write_float_image(path, &image.data)?,
             "int" => write_smv(path, &fields, int_pixels(exp, image, scale, out.adc))?,
-            "noise" => {
-                // the caller always sets a seed in shot runs; C's clock seed otherwise
-                let seed = out.seed.unwrap_or_else(crate::setup::crystal::time_seed);
-                let mut noisy = NoisePixels::new(exp, image, seed, out.adc);
-                write_smv(path, &fields, &mut noisy)?;
-                extra.insert("noise_photons".into(), json!(noisy.photons));
-                extra.insert("noise_overloads".into(), json!(noisy.overloads));
-            }
+            "noise" => match &noise_counts {
+                Some(c) => write_smv(path, &fields, c.iter().map(|&c| clip_to_u16(c)))?,
+                None => write_smv(path, &fields, noisy.by_ref().map(clip_to_u16))?,
+            },
             "pgm" => {
                 let s = pgm_scale(out.pgmscale, scale, &stats);
                 extra.insert("pgm_scale".into(), json!(s));
@@ -83,8 +108,20 @@ pub fn write_shot(
             }
             "png" => write_png_preview(path, image.fpixels, image.spixels, &image.data)?,
             "npy" => write_npy_f32(path, &[image.spixels, image.fpixels], &image.data)?,
+            "cbf" => {
+                let counts: Vec<i32> = int_counts(exp, image, scale, out.adc).collect();
+                write_cbf(path, &cbf_header(exp), &counts, image.fpixels, image.spixels)?;
+            }
+            "cbf_noise" => {
+                let counts = noise_counts.as_deref().unwrap_or_default();
+                write_cbf(path, &cbf_header(exp), counts, image.fpixels, image.spixels)?;
+            }
             other => unreachable!("unknown output kind {other}"),
         }
+    }
+    if out.noisefile.is_some() || out.cbf_noisefile.is_some() {
+        extra.insert("noise_photons".into(), json!(noisy.photons));
+        extra.insert("noise_overloads".into(), json!(noisy.overloads));
     }
     let mut s = json!({
         "max_I": stats.max_i,
@@ -99,5 +136,12 @@ pub fn write_shot(
     if let Value::Object(m) = &mut s {
         m.extend(extra);
     }
-    Ok((files, s))
+    let nexus_counts = out
+        .nexusfile
+        .as_ref()
+        .map(|_| match noise_counts.filter(|_| nexus_noise) {
+            Some(c) => c,
+            None => int_counts(exp, image, scale, out.adc).collect(),
+        });
+    Ok((files, s, nexus_counts))
 }

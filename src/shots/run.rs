@@ -8,6 +8,7 @@ use super::manifest::{
     manifest_dir, read_manifest, relative_name, rewrite, sha256_hex, verify_files, Appender, FileRecord,
     MANIFEST_VERSION,
 };
+use super::nexus::{NexusShot, NexusStacks, StackGeometry};
 use super::output::write_shot;
 use crate::cli::{parse_args, usage, Parsed, RunOptions};
 use crate::config::{HklSource, Misset, SimConfig};
@@ -155,7 +156,12 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         .max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
     let rx = std::sync::Mutex::new(rx);
-    let manifest_lines = std::sync::Mutex::new(InOrder::new(Appender::open(&manifest)?));
+    let stacks = base
+        .output
+        .nexusfile
+        .as_ref()
+        .map(|_| NexusStacks::new(&opts.prefix, &opts.shard, &manifest));
+    let manifest_lines = std::sync::Mutex::new(InOrder::new(Appender::open(&manifest)?, stacks));
     let failed = std::sync::atomic::AtomicBool::new(false);
     let rendered = std::thread::scope(|s| -> Result<usize> {
         // writers take finished shots as they come; their manifest lines go in in render order
@@ -169,11 +175,11 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
                         let Ok(r) = rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ())) else {
                             break;
                         };
-                        let done = write_one(&ctx, r).and_then(|(seq, line, message)| {
+                        let done = write_one(&ctx, r).and_then(|done| {
                             manifest_lines
                                 .lock()
                                 .map_err(|_| Error::Config("a writer thread panicked".into()))?
-                                .finish(seq, line, message)
+                                .finish(done)
                         });
                         if let Err(e) = done {
                             failed.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -273,6 +279,10 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
             (None, None) => Ok(written),
         }
     })?;
+    manifest_lines
+        .into_inner()
+        .map_err(|_| Error::Config("a writer thread panicked".into()))?
+        .close()?;
     let seconds = start.elapsed().as_secs_f64();
     println!(
         "rendered {rendered} shots in {seconds:.2} s ({:.2} shots/s); {} skipped as done",
@@ -297,6 +307,9 @@ fn check_supported(base: &SimConfig) -> Result<()> {
     }
     if out.trace_pixel.is_some() {
         return refuse("-trace_pixel");
+    }
+    if base.detector.panels.is_some() {
+        return refuse("-geom/-detector_expt (multi-panel shot runs are not yet written)");
     }
     if out.printout || out.printout_pixel.is_some() {
         return refuse("-printout");
@@ -373,16 +386,26 @@ fn prepare(
     })
 }
 
-/// Writes a shot's files and flushes them to disk; returns its place in the render order, its
-/// manifest line and the line to print once that is appended.
-fn write_one(ctx: &Context, r: Rendered) -> Result<(usize, Value, String)> {
+/// A shot whose files are written: its place in the render order, its manifest line, the line
+/// to print once that is appended, and what goes into the NeXus stack.
+struct Finished {
+    seq: usize,
+    index: usize,
+    line: Value,
+    message: String,
+    nexus: Option<NexusShot>,
+}
+
+/// Writes a shot's files and flushes them to disk.
+fn write_one(ctx: &Context, r: Rendered) -> Result<Finished> {
     let t0 = Instant::now();
     let shot_err = |e: Error| Error::Shot {
         index: r.shot.index,
         line: r.shot.line(),
         source: Box::new(e),
     };
-    let (files, stats) = write_shot(ctx.prefix, r.shot.index, &r.cfg.output, &r.exp, &r.image).map_err(shot_err)?;
+    let (files, stats, nexus_counts) =
+        write_shot(ctx.prefix, r.shot.index, &r.cfg.output, &r.exp, &r.image).map_err(shot_err)?;
     let mut records = Vec::with_capacity(files.len());
     for (kind, path) in &files {
         let mut f = std::fs::File::open(path).map_err(|e| shot_err(Error::io(path, e)))?;
@@ -427,36 +450,65 @@ fn write_one(ctx: &Context, r: Rendered) -> Result<(usize, Value, String)> {
         r.render_seconds,
         write_seconds
     );
-    Ok((r.seq, line, message))
+    let nexus = nexus_counts.map(|counts| NexusShot {
+        geometry: StackGeometry::of(&r.exp),
+        counts,
+        photons: r.image.data,
+    });
+    Ok(Finished {
+        seq: r.seq,
+        index: r.shot.index,
+        line,
+        message,
+        nexus,
+    })
 }
 
 /// Manifest lines appended in render order, whichever writer finishes first: a line waits
-/// until the lines of every shot rendered before it are in.
+/// until the lines of every shot rendered before it are in. A shot goes into the NeXus stack
+/// just before its line, so the stack holds every shot the manifest lists.
 struct InOrder {
     appender: Appender,
+    nexus: Option<NexusStacks>,
     next: usize,
-    waiting: std::collections::BTreeMap<usize, (Value, String)>,
+    waiting: std::collections::BTreeMap<usize, Finished>,
 }
 
 impl InOrder {
-    fn new(appender: Appender) -> Self {
+    fn new(appender: Appender, nexus: Option<NexusStacks>) -> Self {
         Self {
             appender,
+            nexus,
             next: 0,
             waiting: Default::default(),
         }
     }
 
-    /// Shot `seq`'s files are in place: append its line, and those of later shots that were
+    /// A shot's files are in place: append its line, and those of later shots that were
     /// waiting for it, printing each shot's message.
-    fn finish(&mut self, seq: usize, line: Value, message: String) -> Result<()> {
-        self.waiting.insert(seq, (line, message));
-        while let Some((line, message)) = self.waiting.remove(&self.next) {
-            self.appender.append(&line)?;
-            println!("{message}");
+    fn finish(&mut self, done: Finished) -> Result<()> {
+        self.waiting.insert(done.seq, done);
+        while let Some(mut done) = self.waiting.remove(&self.next) {
+            if let (Some(stacks), Some(shot)) = (self.nexus.as_mut(), done.nexus.take()) {
+                let entry = stacks.append(shot).map_err(|e| Error::Shot {
+                    index: done.index,
+                    line: None,
+                    source: Box::new(e),
+                })?;
+                if let Value::Object(m) = &mut done.line {
+                    m.insert("nexus".into(), entry);
+                }
+            }
+            self.appender.append(&done.line)?;
+            println!("{}", done.message);
             self.next += 1;
         }
         Ok(())
+    }
+
+    /// Closes the NeXus stack cleanly.
+    fn close(self) -> Result<()> {
+        self.nexus.map_or(Ok(()), NexusStacks::finish)
     }
 }
 

@@ -14,14 +14,6 @@ fn nanobragg(dir: &Path, args: &[&str]) -> Output {
         .expect("binary runs")
 }
 
-fn read_f32(path: &Path) -> Vec<f32> {
-    std::fs::read(path)
-        .unwrap()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
 /// The cubic test crystal (no structure factors: each test adds its own) on 32² pixels.
 fn base() -> Vec<&'static str> {
     common::flags(&[common::CUBIC_CELL, "-detpixels 32"])
@@ -39,7 +31,7 @@ fn golden_case_through_the_binary() {
     args.extend(["-floatfile", "out.f32"]);
     let out = nanobragg(tmp.path(), &args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let img = read_f32(&tmp.path().join("out.f32"));
+    let img = common::read_f32(&tmp.path().join("out.f32"));
     assert!(common::correlation(&img, &case.image) > 0.9999);
     // as C, -hkl leaves Fdump.bin behind, and a run without -hkl reads it back
     assert!(tmp.path().join("Fdump.bin").is_file());
@@ -51,7 +43,7 @@ fn golden_case_through_the_binary() {
         .collect();
     let out = nanobragg(tmp.path(), &no_hkl);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(read_f32(&tmp.path().join("out.f32")), img);
+    assert_eq!(common::read_f32(&tmp.path().join("out.f32")), img);
 }
 
 #[test]
@@ -329,7 +321,7 @@ fn stdout_to_a_closed_pipe_ends_quietly_with_whole_files() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.is_empty(), "{err}");
-    assert_eq!(read_f32(&tmp.path().join("out.f32")).len(), 32 * 32);
+    assert_eq!(common::read_f32(&tmp.path().join("out.f32")).len(), 32 * 32);
     assert!(common::temporaries(tmp.path()).is_empty());
 }
 
@@ -518,5 +510,7 @@ fn infinite_pixels_from_cs_overflow_warn() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(log.contains("overflowed to infinity"), "{log}");
     assert!(!log.contains("NaN"), "{log}");
-    assert!(read_f32(&tmp.path().join("floatimage.bin")).iter().all(|v| !v.is_nan()));
+    assert!(common::read_f32(&tmp.path().join("floatimage.bin"))
+        .iter()
+        .all(|v| !v.is_nan()));
 }

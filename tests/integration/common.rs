@@ -92,6 +92,15 @@ pub fn correlation(a: &[f32], b: &[f32]) -> f64 {
     sab / (saa * sbb).sqrt()
 }
 
+/// A raw little-endian f32 file (`-floatfile`), read whole.
+pub fn read_f32(path: &std::path::Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
 /// Σa / Σb.
 pub fn sum_ratio(a: &[f32], b: &[f32]) -> f64 {
     let sa: f64 = a.iter().map(|&x| x as f64).sum();

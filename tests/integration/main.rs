@@ -8,6 +8,7 @@ mod common;
 
 mod batch;
 mod burn_reshape;
+mod cbf;
 mod cli;
 mod compare;
 mod concurrency;
@@ -18,7 +19,9 @@ mod embedding_f32;
 mod geometry;
 mod gradcheck;
 mod gradients;
+mod nexus;
 mod outputs;
+mod panels;
 mod parity;
 mod parity_f32;
 mod parity_wgpu;

@@ -1,0 +1,414 @@
+//! The NXmx file writer: metadata at creation, then one shot per append.
+//!
+//! # Crash safety
+//! The file is written with rust-hdf5's SWMR writer: every group, metadata
+//! dataset, attribute and link is committed by `start_swmr` at creation;
+//! each [`NxmxWriter::append_shot`] then appends one chunk to each stack and
+//! flushes the chunk indices and extents in SWMR order before returning. A
+//! process killed (even SIGKILL) after `append_shot` returned therefore
+//! leaves a file in which every appended shot is readable. Because the
+//! superblock still carries the "open for SWMR write" consistency flags,
+//! libhdf5 (h5py) opens such a file only with `h5py.File(p, "r", swmr=True)`;
+//! [`super::recover::clear_swmr_flags`] (the equivalent of `h5clear -s`)
+//! makes it openable normally. [`NxmxWriter::finish`] closes cleanly.
+//!
+//! # File name
+//! [`NxmxWriter::create`] writes to the final name from the start, so a
+//! long multi-shot run is readable (SWMR) while it is written and after a
+//! crash. [`NxmxWriter::create_atomic`] writes `<path>.partial` and renames
+//! it to `<path>` in `finish` (for single images: the final name never holds
+//! an incomplete file; a crash leaves only `<path>.partial`).
+use std::path::{Path, PathBuf};
+
+use rust_hdf5::swmr::SwmrFileWriter;
+use rust_hdf5::{DatatypeMessage, FilterPipeline};
+
+use super::chain::{self, Transformation};
+use super::frame::{self, LabToNexus};
+use super::{NxBeam, NxDetector, NxError, NxGoniometer};
+
+/// Fixed timestamps so that files are reproducible.
+pub const FIXED_TIME: &str = "1970-01-01T00:00:00Z";
+/// `saturation_value` written for the int32 counts.
+pub const SATURATION: i32 = i32::MAX;
+/// Counts stack `[shots, slow, fast]` (int32).
+pub const DATA: &str = "/entry/instrument/detector/data";
+/// Noiseless photon image stack `[shots, slow, fast]` (float32).
+pub const DATA_FLOAT: &str = "/entry/instrument/detector/data_float";
+/// Goniometer axis, one φ start (deg) per shot.
+pub const PHI: &str = "/entry/sample/transformations/phi";
+
+/// Streaming NXmx writer; see the module docs for crash safety.
+pub struct NxmxWriter {
+    w: Option<SwmrFileWriter>,
+    path: PathBuf,
+    rename_to: Option<PathBuf>,
+    npix: usize,
+    osc_deg: f64,
+    ds: Streams,
+    shots: usize,
+}
+
+/// Indices of the appendable datasets.
+struct Streams {
+    counts: usize,
+    photons: usize,
+    phi: usize,
+    phi_end: usize,
+}
+
+/// Strip the leading '/' (rust-hdf5 names datasets by relative path).
+fn rel(p: &str) -> &str {
+    p.trim_start_matches('/')
+}
+
+/// Little-endian bytes of a slice of plain numbers.
+fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+impl NxmxWriter {
+    /// Create `path` (overwriting) and write all metadata; shots follow via
+    /// [`Self::append_shot`]. The file has its final name from the start.
+    pub fn create(path: &Path, det: &NxDetector, beam: &NxBeam, gonio: &NxGoniometer) -> Result<Self, NxError> {
+        Self::create_at(path, None, det, beam, gonio)
+    }
+
+    /// Like [`Self::create`] but writes `<path>.partial`, renamed to `path` by [`Self::finish`].
+    pub fn create_atomic(path: &Path, det: &NxDetector, beam: &NxBeam, gonio: &NxGoniometer) -> Result<Self, NxError> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".partial");
+        Self::create_at(Path::new(&tmp), Some(path.to_path_buf()), det, beam, gonio)
+    }
+
+    fn create_at(
+        path: &Path,
+        rename_to: Option<PathBuf>,
+        det: &NxDetector,
+        beam: &NxBeam,
+        gonio: &NxGoniometer,
+    ) -> Result<Self, NxError> {
+        let err = |e: String| NxError::new(path, e);
+        validate(det, beam).map_err(err)?;
+        let r = LabToNexus::from_beam(beam.direction).map_err(err)?;
+        let chain = chain::detector_chain(det, &r).map_err(err)?;
+        let mut w = SwmrFileWriter::create(path).map_err(|e| NxError::new(path, e))?;
+        let ds = Layout { w: &mut w }
+            .write_all(det, beam, gonio, &r, &chain)
+            .map_err(err)?;
+        w.start_swmr().map_err(|e| NxError::new(path, e))?;
+        w.flush().map_err(|e| NxError::new(path, e))?;
+        let npix = det.fpixels * det.spixels;
+        Ok(NxmxWriter {
+            w: Some(w),
+            path: path.to_path_buf(),
+            rename_to,
+            npix,
+            osc_deg: gonio.osc_deg,
+            ds,
+            shots: 0,
+        })
+    }
+
+    /// The path being written (the `.partial` name for an atomic writer).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Shots appended so far.
+    pub fn shots(&self) -> usize {
+        self.shots
+    }
+
+    /// Append one shot: int32 `counts` and float32 noiseless `photons`, both
+    /// `[slow][fast]` row-major, and the φ at the shot's start (deg). On
+    /// return the shot is flushed (SWMR) and survives a SIGKILL. Returns the shot index.
+    pub fn append_shot(&mut self, counts: &[i32], photons: &[f32], phi_start_deg: f64) -> Result<usize, NxError> {
+        if counts.len() != self.npix || photons.len() != self.npix {
+            let m = format!(
+                "shot has {}/{} pixels, detector has {}",
+                counts.len(),
+                photons.len(),
+                self.npix
+            );
+            return Err(NxError::new(&self.path, m));
+        }
+        let (path, ds, osc) = (self.path.clone(), &self.ds, self.osc_deg);
+        let w = self
+            .w
+            .as_mut()
+            .ok_or_else(|| NxError::new(&path, "writer already finished"))?;
+        let e = |e: rust_hdf5::Hdf5Error| NxError::new(&path, e);
+        w.append_frame(ds.counts, &le_bytes(counts, i32::to_le_bytes))
+            .map_err(e)?;
+        w.append_frame(ds.photons, &le_bytes(photons, f32::to_le_bytes))
+            .map_err(e)?;
+        w.append_frame(ds.phi, &phi_start_deg.to_le_bytes()).map_err(e)?;
+        w.append_frame(ds.phi_end, &(phi_start_deg + osc).to_le_bytes())
+            .map_err(e)?;
+        w.flush().map_err(e)?;
+        self.shots += 1;
+        Ok(self.shots - 1)
+    }
+
+    /// Close the file cleanly (clears the SWMR flags) and, for an atomic
+    /// writer, rename it to its final name.
+    pub fn finish(mut self) -> Result<(), NxError> {
+        let w = self
+            .w
+            .take()
+            .ok_or_else(|| NxError::new(&self.path, "writer already finished"))?;
+        w.close().map_err(|e| NxError::new(&self.path, e))?;
+        if let Some(dst) = self.rename_to.take() {
+            std::fs::rename(&self.path, &dst)
+                .map_err(|e| NxError::new(&dst, format!("rename from {}: {e}", self.path.display())))?;
+        }
+        Ok(())
+    }
+}
+
+/// Reject inputs that cannot make a valid file.
+fn validate(det: &NxDetector, beam: &NxBeam) -> Result<(), String> {
+    if det.fpixels == 0 || det.spixels == 0 || !det.pixel_size.is_finite() || det.pixel_size <= 0.0 {
+        return Err("detector needs pixels and a positive pixel size".into());
+    }
+    if beam.wavelengths_m.is_empty() {
+        return Err("beam has no wavelength".into());
+    }
+    if beam.wavelengths_m.len() > 1 && beam.weights.len() != beam.wavelengths_m.len() {
+        return Err("one weight per wavelength is required".into());
+    }
+    Ok(())
+}
+
+/// Writes the static layout (everything but the shots) before SWMR starts.
+struct Layout<'a> {
+    w: &'a mut SwmrFileWriter,
+}
+
+type R<T> = Result<T, String>;
+
+impl Layout<'_> {
+    fn write_all(
+        &mut self,
+        det: &NxDetector,
+        beam: &NxBeam,
+        gonio: &NxGoniometer,
+        r: &LabToNexus,
+        chain: &[Transformation],
+    ) -> R<Streams> {
+        self.entry()?;
+        self.beam(beam, r)?;
+        let (counts, photons) = self.detector(det, gonio, chain)?;
+        let (phi, phi_end) = self.sample(gonio, r)?;
+        self.w.create_group("/entry", "data").map_err(s)?;
+        self.class("/entry/data", "NXdata")?;
+        self.w
+            .set_group_attr_string("/entry/data", "signal", "data")
+            .map_err(s)?;
+        self.w.create_hard_link("/entry/data", "data", DATA).map_err(s)?;
+        Ok(Streams {
+            counts,
+            photons,
+            phi,
+            phi_end,
+        })
+    }
+
+    fn class(&mut self, group: &str, class: &str) -> R<()> {
+        self.w.set_group_attr_string(group, "NX_class", class).map_err(s)
+    }
+
+    fn group(&mut self, parent: &str, name: &str, class: &str) -> R<()> {
+        self.w.create_group(parent, name).map_err(s)?;
+        self.class(&format!("{}/{name}", parent.trim_end_matches('/')), class)
+    }
+
+    /// Scalar fixed-length string dataset.
+    fn string(&mut self, path: &str, value: &str) -> R<usize> {
+        let bytes = if value.is_empty() {
+            vec![0u8]
+        } else {
+            value.as_bytes().to_vec()
+        };
+        let dt = DatatypeMessage::fixed_string(bytes.len() as u32);
+        self.w.write_dataset_typed(rel(path), dt, &[], &bytes).map_err(s)
+    }
+
+    /// Scalar float64 dataset with a `units` attribute ("" = none).
+    fn scalar(&mut self, path: &str, value: f64, units: &str) -> R<usize> {
+        let i = self.w.write_dataset::<f64>(rel(path), &[], &[value]).map_err(s)?;
+        if !units.is_empty() {
+            self.w.set_dataset_attr_string(i, "units", units).map_err(s)?;
+        }
+        Ok(i)
+    }
+
+    /// 1-D float64 dataset with a `units` attribute ("" = none).
+    fn array(&mut self, path: &str, values: &[f64], units: &str) -> R<usize> {
+        let i = self
+            .w
+            .write_dataset::<f64>(rel(path), &[values.len() as u64], values)
+            .map_err(s)?;
+        if !units.is_empty() {
+            self.w.set_dataset_attr_string(i, "units", units).map_err(s)?;
+        }
+        Ok(i)
+    }
+
+    fn entry(&mut self) -> R<()> {
+        self.w.set_group_attr_string("/", "default", "entry").map_err(s)?;
+        self.group("/", "entry", "NXentry")?;
+        self.w.set_group_attr_string("/entry", "default", "data").map_err(s)?;
+        self.string("/entry/definition", "NXmx")?;
+        self.string("/entry/start_time", FIXED_TIME)?;
+        self.string("/entry/end_time", FIXED_TIME)?;
+        self.group("/entry", "source", "NXsource")?;
+        self.string("/entry/source/name", "nanoBragg simulated source")?;
+        self.group("/entry", "instrument", "NXinstrument")?;
+        self.string("/entry/instrument/name", "nanoBragg").map(|_| ())
+    }
+
+    fn beam(&mut self, b: &NxBeam, r: &LabToNexus) -> R<()> {
+        self.group("/entry/instrument", "beam", "NXbeam")?;
+        let wl_a: Vec<f64> = b.wavelengths_m.iter().map(|w| w / 1e-10).collect();
+        if wl_a.len() == 1 {
+            self.scalar("/entry/instrument/beam/incident_wavelength", wl_a[0], "angstrom")?;
+        } else {
+            self.array("/entry/instrument/beam/incident_wavelength", &wl_a, "angstrom")?;
+            self.array("/entry/instrument/beam/incident_wavelength_weights", &b.weights, "")?;
+        }
+        if let Some(flux) = b.flux {
+            self.scalar("/entry/instrument/beam/total_flux", flux, "Hz")?;
+        }
+        if let Some(p) = frame::unit(r.apply(b.polarization)) {
+            // Fully linearly polarised along p (NeXus x/y plane): Stokes [I, Q, U, V].
+            let psi = p[1].atan2(p[0]);
+            let stokes = [1.0, (2.0 * psi).cos(), (2.0 * psi).sin(), 0.0];
+            self.array("/entry/instrument/beam/incident_polarisation_stokes", &stokes, "")?;
+        }
+        Ok(())
+    }
+
+    fn detector(&mut self, d: &NxDetector, g: &NxGoniometer, chain: &[Transformation]) -> R<(usize, usize)> {
+        const D: &str = "/entry/instrument/detector";
+        self.group("/entry/instrument", "detector", "NXdetector")?;
+        self.group(D, "transformations", "NXtransformations")?;
+        self.group(D, "module", "NXdetector_module")?;
+        self.string(&format!("{D}/depends_on"), &format!("{}/rot_x", chain::DET_TRANSFORMS))?;
+        self.string(&format!("{D}/description"), "nanoBragg simulated detector")?;
+        self.string(&format!("{D}/sensor_material"), &d.sensor_material)?;
+        self.scalar(&format!("{D}/sensor_thickness"), d.sensor_thickness, "m")?;
+        self.scalar(&format!("{D}/x_pixel_size"), d.pixel_size, "m")?;
+        self.scalar(&format!("{D}/y_pixel_size"), d.pixel_size, "m")?;
+        self.scalar(&format!("{D}/distance"), d.distance, "m")?;
+        self.scalar(
+            &format!("{D}/beam_center_x"),
+            d.beam_center_fast / d.pixel_size,
+            "pixel",
+        )?;
+        self.scalar(
+            &format!("{D}/beam_center_y"),
+            d.beam_center_slow / d.pixel_size,
+            "pixel",
+        )?;
+        self.scalar(&format!("{D}/count_time"), g.exposure_s, "s")?;
+        self.scalar(&format!("{D}/frame_time"), g.exposure_s, "s")?;
+        self.w
+            .write_dataset::<i32>(rel(&format!("{D}/saturation_value")), &[], &[SATURATION])
+            .map_err(s)?;
+        self.module(d, chain)?;
+        self.stacks(d)
+    }
+
+    fn module(&mut self, d: &NxDetector, chain: &[Transformation]) -> R<()> {
+        let m = chain::MODULE;
+        self.w
+            .write_dataset::<i32>(rel(&format!("{m}/data_origin")), &[2], &[0, 0])
+            .map_err(s)?;
+        let size = [d.spixels as i32, d.fpixels as i32];
+        self.w
+            .write_dataset::<i32>(rel(&format!("{m}/data_size")), &[2], &size)
+            .map_err(s)?;
+        chain.iter().try_for_each(|t| self.transformation(t).map(|_| ()))
+    }
+
+    /// One scalar transformation dataset with its NXtransformations attributes.
+    fn transformation(&mut self, t: &Transformation) -> R<usize> {
+        let i = self.scalar(&t.path, t.value, t.units())?;
+        self.axis_attrs(i, t)
+    }
+
+    fn axis_attrs(&mut self, i: usize, t: &Transformation) -> R<usize> {
+        let kind = match t.kind {
+            chain::Kind::Translation => "translation",
+            chain::Kind::Rotation => "rotation",
+        };
+        self.w
+            .set_dataset_attr_string(i, "transformation_type", kind)
+            .map_err(s)?;
+        self.w
+            .set_dataset_attr_array::<f64>(i, "vector", &[3], &t.vector)
+            .map_err(s)?;
+        self.w
+            .set_dataset_attr_array::<f64>(i, "offset", &[3], &t.offset)
+            .map_err(s)?;
+        self.w.set_dataset_attr_string(i, "offset_units", "m").map_err(s)?;
+        self.w
+            .set_dataset_attr_string(i, "depends_on", &t.depends_on)
+            .map_err(s)?;
+        Ok(i)
+    }
+
+    /// The appendable image stacks, chunked one shot per chunk, shuffle+deflate.
+    fn stacks(&mut self, d: &NxDetector) -> R<(usize, usize)> {
+        let dims = [d.spixels as u64, d.fpixels as u64];
+        let counts = self
+            .w
+            .create_streaming_dataset_compressed::<i32>(rel(DATA), &dims, FilterPipeline::shuffle_deflate(4, 4))
+            .map_err(s)?;
+        self.w.set_dataset_attr_string(counts, "units", "counts").map_err(s)?;
+        let photons = self
+            .w
+            .create_streaming_dataset_compressed::<f32>(rel(DATA_FLOAT), &dims, FilterPipeline::shuffle_deflate(4, 4))
+            .map_err(s)?;
+        self.w.set_dataset_attr_string(photons, "units", "counts").map_err(s)?;
+        let doc = "noiseless expected photons per pixel, same shape as data";
+        self.w.set_dataset_attr_string(photons, "long_name", doc).map_err(s)?;
+        Ok((counts, photons))
+    }
+
+    fn sample(&mut self, g: &NxGoniometer, r: &LabToNexus) -> R<(usize, usize)> {
+        self.group("/entry", "sample", "NXsample")?;
+        self.string("/entry/sample/name", "nanoBragg simulated crystal")?;
+        self.string("/entry/sample/depends_on", PHI)?;
+        self.group("/entry/sample", "transformations", "NXtransformations")?;
+        self.w
+            .create_hard_link("/entry/sample", "beam", "/entry/instrument/beam")
+            .map_err(s)?;
+        let axis = frame::unit(r.apply(g.spindle)).ok_or("spindle is a zero vector")?;
+        let t = Transformation {
+            path: PHI.into(),
+            kind: chain::Kind::Rotation,
+            vector: axis,
+            value: 0.0,
+            offset: [0.0; 3],
+            depends_on: ".".into(),
+        };
+        let phi = self.w.create_streaming_dataset::<f64>(rel(PHI), &[]).map_err(s)?;
+        self.w.set_dataset_attr_string(phi, "units", "deg").map_err(s)?;
+        self.axis_attrs(phi, &t)?;
+        let phi_end = self
+            .w
+            .create_streaming_dataset::<f64>(&format!("{}_end", rel(PHI)), &[])
+            .map_err(s)?;
+        self.w.set_dataset_attr_string(phi_end, "units", "deg").map_err(s)?;
+        self.scalar(&format!("{PHI}_increment_set"), g.osc_deg, "deg")?;
+        Ok((phi, phi_end))
+    }
+}
+
+/// Error to string.
+fn s(e: rust_hdf5::Hdf5Error) -> String {
+    e.to_string()
+}

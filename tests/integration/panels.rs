@@ -1,0 +1,244 @@
+//! Multi-panel detectors (`-geom`, `-detector_expt`): every panel against the C program's
+//! image of it (rendered by C one panel per run, `fixtures/panels/make_fixtures.py`, which
+//! derives C's CUSTOM flags on its own and checks C's printed pix0 against each panel's
+//! origin), a single flat panel against the same detector given by flags, bad regions, and
+//! malformed files.
+
+use crate::common;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanobragg");
+
+/// The crystal of the C fixtures (`make_fixtures.py`'s CRYSTAL).
+const CRYSTAL: &str =
+    "-default_F 100 -cell 70 80 90 90 90 90 -misset 10 20 30 -lambda 1.0 -N 6 -oversample 2 -nonoise -nopgm";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/panels").join(name)
+}
+
+fn run(dir: &Path, args: &[String]) -> Output {
+    Command::new(BIN).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "nanobragg failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn args(parts: &[&str]) -> Vec<String> {
+    parts
+        .iter()
+        .flat_map(|p| p.split_whitespace())
+        .map(String::from)
+        .collect()
+}
+
+/// Renders the detector of `flag FILE` and returns the float image `[P·slow·fast]`.
+fn render_panels(dir: &Path, flag: &str, file: &Path, extra: &str) -> Vec<f32> {
+    let mut a = args(&[CRYSTAL, extra, "-floatfile all.bin"]);
+    a.extend([flag.to_string(), file.display().to_string()]);
+    ok(&run(dir, &a));
+    common::read_f32(&dir.join("all.bin"))
+}
+
+/// Each panel against C's: corr ≥ 0.9999 and sum within 1e-3.
+fn assert_matches_c(ours: &[f32], c: &[f32], panels: usize, what: &str) {
+    assert_eq!(ours.len(), c.len(), "{what}: pixel count");
+    let n = c.len() / panels;
+    for k in 0..panels {
+        let (a, b) = (&ours[k * n..(k + 1) * n], &c[k * n..(k + 1) * n]);
+        let corr = common::correlation(a, b);
+        let ratio = common::sum_ratio(a, b);
+        assert!(corr >= 0.9999, "{what} panel {k}: correlation {corr}");
+        assert!((ratio - 1.0).abs() <= 1e-3, "{what} panel {k}: sum ratio {ratio}");
+    }
+}
+
+#[test]
+fn four_tilted_panels_match_c_per_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let ours = render_panels(dir.path(), "-detector_expt", &fixture("four_tilted.expt"), "");
+    assert_matches_c(
+        &ours,
+        &common::read_f32(&fixture("four_tilted.c.f32")),
+        4,
+        "four_tilted.expt",
+    );
+}
+
+#[test]
+fn cspad_as_geom_and_as_expt_match_c_per_panel() {
+    let c = common::read_f32(&fixture("cspad64.c.f32"));
+    let dir = tempfile::tempdir().unwrap();
+    let geom = render_panels(dir.path(), "-geom", &fixture("cspad64.geom"), "-npyfile all.npy");
+    assert_matches_c(&geom, &c, 64, "cspad64.geom");
+    // the NumPy array has the panel dimension
+    let npy = std::fs::read(dir.path().join("all.npy")).unwrap();
+    let header = String::from_utf8_lossy(&npy[..128]);
+    assert!(header.contains("'shape': (64, 10, 20)"), "{header}");
+    let expt = render_panels(dir.path(), "-detector_expt", &fixture("cspad64.expt"), "");
+    assert_matches_c(&expt, &c, 64, "cspad64.expt");
+    // one layout, two files: the same render to rounding
+    let worst = geom
+        .iter()
+        .zip(&expt)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    let max = c.iter().copied().fold(0.0f32, f32::max);
+    assert!(worst <= 1e-5 * max, "geom vs expt: {worst} of {max}");
+}
+
+/// The detector of MOSFLM flags, resolved by the library.
+fn flag_detector(flags: &str) -> nanobragg::setup::DetectorGeometry {
+    let a = args(&[CRYSTAL, flags]);
+    common::experiment(&a, None).1.detector
+}
+
+/// A one-panel DIALS experiment list for a panel given in nanobragg's MOSFLM frame (m):
+/// DIALS (x, y, z) = run (z, y, −x), in mm.
+fn one_panel_expt(d: &nanobragg::setup::DetectorGeometry) -> String {
+    let dials = |v: [f64; 3], s: f64| format!("[{:e}, {:e}, {:e}]", v[2] * s, v[1] * s, -v[0] * s);
+    format!(
+        r#"{{"__id__": "ExperimentList", "experiment": [{{"beam": 0, "detector": 0}}],
+ "beam": [{{"direction": [0.0, 0.0, 1.0], "wavelength": 1.0, "polarization_normal": [0.0, 1.0, 0.0]}}],
+ "detector": [{{"panels": [{{"name": "flat", "fast_axis": {}, "slow_axis": {}, "origin": {},
+   "pixel_size": [{:e}, {:e}], "image_size": [{}, {}]}}]}}]}}"#,
+        dials(d.fdet, 1.0),
+        dials(d.sdet, 1.0),
+        dials(d.pix0, 1e3),
+        d.pixel_size * 1e3,
+        d.pixel_size * 1e3,
+        d.fpixels,
+        d.spixels
+    )
+}
+
+/// The same panel as a CrystFEL geometry file: CrystFEL (x, y, z) = run (z, −y, x).
+fn one_panel_geom(d: &nanobragg::setup::DetectorGeometry) -> String {
+    let res = 1.0 / d.pixel_size;
+    let cf = |v: [f64; 3]| [v[2], -v[1], v[0]];
+    let (fs, ss, o) = (cf(d.fdet), cf(d.sdet), cf(d.pix0));
+    format!(
+        "; one flat panel\nclen = {:e}\nres = {res:e}\nflat/min_fs = 0\nflat/max_fs = {}\nflat/min_ss = 0\nflat/max_ss = {}\n\
+         flat/fs = {:+e}x {:+e}y {:+e}z\nflat/ss = {:+e}x {:+e}y {:+e}z\nflat/corner_x = {:e}\nflat/corner_y = {:e}\n",
+        o[2],
+        d.fpixels - 1,
+        d.spixels - 1,
+        fs[0],
+        fs[1],
+        fs[2],
+        ss[0],
+        ss[1],
+        ss[2],
+        o[0] * res,
+        o[1] * res
+    )
+}
+
+#[test]
+fn a_flat_panel_file_renders_as_the_detector_given_by_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = "-mosflm -distance 100 -pixel 0.1 -detpixels_f 40 -detpixels_s 30 -Xbeam 1.5 -Ybeam 2.05";
+    let d = flag_detector(flags);
+    std::fs::write(dir.path().join("flat.expt"), one_panel_expt(&d)).unwrap();
+    std::fs::write(dir.path().join("flat.geom"), one_panel_geom(&d)).unwrap();
+    ok(&run(dir.path(), &args(&[CRYSTAL, flags, "-floatfile by_flags.bin"])));
+    let by_flags = common::read_f32(&dir.path().join("by_flags.bin"));
+    let max = by_flags.iter().copied().fold(0.0f32, f32::max);
+    assert!(max > 0.0);
+    let cfg = common::experiment(&args(&[CRYSTAL, flags]), None).0;
+    for (flag, file) in [("-detector_expt", "flat.expt"), ("-geom", "flat.geom")] {
+        let got = render_panels(dir.path(), flag, &dir.path().join(file), "");
+        // bit-identical to the panel's own CUSTOM flags, as the library derives them for C
+        let path = dir.path().join(file);
+        let layout = match flag {
+            "-geom" => nanobragg::panels::geom::read_geom(&path),
+            _ => nanobragg::panels::expt::read_expt(&path),
+        }
+        .unwrap();
+        let pc = nanobragg::panels::custom::panel_configs(&cfg, &layout, "test").unwrap();
+        let mut a = args(&[CRYSTAL, "-floatfile by_custom.bin"]);
+        a.extend(nanobragg::panels::custom::panel_flags(&pc[0].detector));
+        ok(&run(dir.path(), &a));
+        assert!(
+            got == common::read_f32(&dir.path().join("by_custom.bin")),
+            "{file}: differs from its CUSTOM flags' render"
+        );
+        // and equal to the MOSFLM flags' detector up to the rounding of the file's numbers
+        let worst = got
+            .iter()
+            .zip(&by_flags)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            worst <= 1e-6 * max,
+            "{file}: {worst} of {max} from the MOSFLM flags' render"
+        );
+    }
+}
+
+#[test]
+fn bad_regions_are_not_rendered_and_outputs_are_per_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut geom = std::fs::read_to_string(fixture("cspad64.geom")).unwrap();
+    // q0a1's data rows 10..19: its first two pixels of row 1, and q3a15 whole
+    geom.push_str(
+        "\nbad_one/min_fs = 0\nbad_one/max_fs = 1\nbad_one/min_ss = 11\nbad_one/max_ss = 11\nbad_one/panel = q0a1\n",
+    );
+    geom.push_str("q3a15/no_index = 1\n");
+    std::fs::write(dir.path().join("bad.geom"), geom).unwrap();
+    let mut a = args(&[CRYSTAL, "-floatfile all.bin -intfile int.img"]);
+    a.extend(["-geom".to_string(), "bad.geom".to_string()]);
+    ok(&run(dir.path(), &a));
+    let all = common::read_f32(&dir.path().join("all.bin"));
+    let c = common::read_f32(&fixture("cspad64.c.f32"));
+    let n = 200;
+    let q0a1 = &all[n..2 * n];
+    assert_eq!(&q0a1[20..22], &[0.0, 0.0], "masked pixels");
+    assert!(q0a1[22] > 0.0 && q0a1[..20].iter().all(|&x| x > 0.0));
+    assert!(all[63 * n..].iter().all(|&x| x == 0.0), "q3a15 is bad");
+    assert_matches_c(&all[..n], &c[..n], 1, "unmasked q0a0");
+    // one SMV per panel, named by panel, with the detector's one scale
+    for name in ["q0a0", "q1a7", "q3a15"] {
+        let (h, px) = nanobragg::io::smv::read_smv_u16(&dir.path().join(format!("int_{name}.img"))).unwrap();
+        assert_eq!(px.len(), n, "{name}: {h:?}");
+    }
+    let brightest = all.iter().copied().fold(0.0f32, f32::max);
+    let at = all.iter().position(|&x| x == brightest).unwrap();
+    let name = ["q0", "q1", "q2", "q3"][at / n / 16].to_string() + &format!("a{}", (at / n) % 16);
+    let (_, px) = nanobragg::io::smv::read_smv_u16(&dir.path().join(format!("int_{name}.img"))).unwrap();
+    // C's int scale: 55000 over the brightest pixel, + adc 40
+    assert_eq!(px[at % n], 55040, "{name}");
+}
+
+#[test]
+fn malformed_panel_files_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let geom = "clen = 0.1\nres = 1e4\np0/min_fs = 0\np0/max_fs = 3\np0/min_ss = 0\np0/max_ss = 3\n\
+                p0/fs = sideways\np0/ss = y\np0/corner_x = 0\np0/corner_y = 0\n";
+    std::fs::write(dir.path().join("bad.geom"), geom).unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["-geom", "bad.geom"], "bad.geom:7: p0/fs"),
+        (&["-detector_expt", "missing.expt"], "missing.expt"),
+        (&["-geom", "bad.geom", "-detector_expt", "x.expt"], "-detector_expt"),
+        (&["-detector_rotx", "3"], "-detector_rotx"),
+    ];
+    for (extra, want) in cases {
+        let mut a = args(&[CRYSTAL]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        if extra[0] == "-detector_rotx" {
+            a.extend(["-geom".to_string(), fixture("cspad64.geom").display().to_string()]);
+        }
+        let out = run(dir.path(), &a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{extra:?}: {err}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+}
