@@ -138,9 +138,6 @@ fn run_panels(
 ) -> Result<()> {
     let out = &cfg.output;
     let refuse = |flag: &str| Err(Error::flag(flag, "not yet written for a detector of several panels"));
-    if !out.derivatives.is_empty() {
-        return refuse("-derivative");
-    }
     if out.nexusfile.is_some() {
         return refuse("-nexusfile");
     }
@@ -156,6 +153,7 @@ fn run_panels(
     let render = render_options(cfg, run_opts, threads);
     let names = panel_file_names(layout);
     let mut rendered = Vec::with_capacity(configs.len());
+    let mut derivatives = Vec::with_capacity(configs.len());
     for (k, pc) in configs.iter().enumerate() {
         let exp = Experiment::with_structure_factors(pc, grid.clone())?;
         if k == 0 {
@@ -177,12 +175,14 @@ fn run_panels(
         )?;
         let image = engine.render(&exp, &render)?;
         check_finite(&image, run_opts.allow_nonfinite, con)?;
+        derivatives.push(panel_derivatives(pc, &exp, &render, &engine)?);
         // the outputs need no structure factors: keep one copy of the grid, not one a panel
         let mut exp = exp;
         exp.structure_factors.grid = None;
         rendered.push((exp, image));
     }
     write_panel_images(cfg, &rendered, con)?;
+    write_panel_derivatives(cfg, &derivatives, con)?;
     let max_i = rendered
         .iter()
         .map(|(exp, image)| Statistics::of(exp, image).max_i)
@@ -201,6 +201,50 @@ fn run_panels(
         writeln!(con, "panel {}:", layout.panels[k].name)?;
         let per_panel = panel_outputs(cfg, name, scale, seed.wrapping_add(k as i64));
         write_outputs(&per_panel, exp, image, false, con)?;
+    }
+    Ok(())
+}
+
+/// `-derivative NAME FILE` for one panel: ∂pixel/∂NAME with NAME the panel's own parameter
+/// where it is a detector one (its CUSTOM detector's `close_distance`, `Xbeam` = `-Xclose`,
+/// `Ybeam` = `-Yclose`, `detector_rotx/y/z` about the lab axes through the sample), the run's
+/// otherwise. Empty when no derivative is asked for.
+fn panel_derivatives(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    render: &RenderOptions,
+    engine: &Engine,
+) -> Result<Vec<nanobragg::derivative::DerivativeImage>> {
+    let names: Vec<&str> = cfg.output.derivatives.iter().map(|(n, _)| n.as_str()).collect();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let opts = RenderOptions {
+        progress: None,
+        ..render.clone()
+    };
+    engine.derivatives(cfg, exp, &names, &opts)
+}
+
+/// `-derivative NAME FILE` of a multi-panel run: every panel's derivative image, one after the
+/// other (`[P, slow, fast]` raw f32, as `-floatfile`).
+fn write_panel_derivatives(
+    cfg: &SimConfig,
+    per_panel: &[Vec<nanobragg::derivative::DerivativeImage>],
+    con: &mut Out,
+) -> Result<()> {
+    for (j, (_, path)) in cfg.output.derivatives.iter().enumerate() {
+        let parts: Vec<&[f32]> = per_panel.iter().map(|d| d[j].data.as_slice()).collect();
+        write_float_parts(path, &parts)?;
+        let spec = &per_panel[0][j].spec;
+        writeln!(
+            con,
+            "writing {} as {} 4-byte floats: d(pixel value)/d({}) per {}, each panel's own",
+            path.display(),
+            parts.iter().map(|p| p.len()).sum::<usize>(),
+            spec.name,
+            spec.unit
+        )?;
     }
     Ok(())
 }

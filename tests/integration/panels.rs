@@ -242,3 +242,135 @@ fn malformed_panel_files_name_the_file_and_line() {
         assert!(err.contains(want), "{extra:?}: {err}");
     }
 }
+
+/// `fixtures/panels/four_tilted.expt` with panel `k` moved by `edit(origin, fast, slow)` (the
+/// file's frame and units: mm).
+/// A change of a panel's origin, fast and slow vectors.
+type PanelEdit = dyn Fn(&mut [f64; 3], &mut [f64; 3], &mut [f64; 3]);
+
+/// A derivative name, its step and the file with the panel moved by a given amount.
+type PanelMove = (&'static str, f64, Box<dyn Fn(f64) -> String>);
+
+fn moved_panel(k: usize, edit: &PanelEdit) -> String {
+    let text = std::fs::read_to_string(fixture("four_tilted.expt")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let p = &mut v["detector"][0]["panels"][k];
+    let get = |p: &serde_json::Value, key: &str| -> [f64; 3] { std::array::from_fn(|i| p[key][i].as_f64().unwrap()) };
+    let (mut o, mut f, mut s) = (get(p, "origin"), get(p, "fast_axis"), get(p, "slow_axis"));
+    edit(&mut o, &mut f, &mut s);
+    p["origin"] = serde_json::json!(o);
+    p["fast_axis"] = serde_json::json!(f);
+    p["slow_axis"] = serde_json::json!(s);
+    v.to_string()
+}
+
+/// `v` rotated by `deg` about +x (right-handed).
+fn about_x(v: &mut [f64; 3], deg: f64) {
+    let (sn, cs) = deg.to_radians().sin_cos();
+    *v = [v[0], v[1] * cs - v[2] * sn, v[1] * sn + v[2] * cs];
+}
+
+/// Cosine of the angle between `a` and `b`, and |a|/|b|.
+fn cosine_and_norm_ratio(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let (na, nb) = (
+        a.iter().map(|x| x * x).sum::<f64>().sqrt(),
+        b.iter().map(|x| x * x).sum::<f64>().sqrt(),
+    );
+    (dot / (na * nb), na / nb)
+}
+
+#[test]
+fn per_panel_derivatives_match_central_differences_of_moved_panels() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let names = ["Xbeam", "close_distance", "detector_rotz", "misset_x"];
+    let mut a = args(&[CRYSTAL, "-floatfile all.bin"]);
+    for name in names {
+        a.extend(["-derivative".to_string(), name.to_string(), format!("d_{name}.bin")]);
+    }
+    a.extend([
+        "-detector_expt".to_string(),
+        fixture("four_tilted.expt").display().to_string(),
+    ]);
+    ok(&run(d, &a));
+    let n = 32 * 24;
+    // each panel's own shifts and rotation, in the file's frame: Xbeam (−Xclose) moves the
+    // panel along −fast, close_distance along its outward normal (fast × slow here), and
+    // detector_rotz turns it about the run's z (the file's +x) through the sample
+    let h = 0.005;
+    for k in [0usize, 2] {
+        let moves: [PanelMove; 3] = [
+            (
+                "Xbeam",
+                h,
+                Box::new(move |x| moved_panel(k, &move |o, f, _| (0..3).for_each(|i| o[i] -= x * f[i]))),
+            ),
+            (
+                "close_distance",
+                h,
+                Box::new(move |x| {
+                    moved_panel(k, &move |o, f, s| {
+                        let nrm = [
+                            f[1] * s[2] - f[2] * s[1],
+                            f[2] * s[0] - f[0] * s[2],
+                            f[0] * s[1] - f[1] * s[0],
+                        ];
+                        (0..3).for_each(|i| o[i] += x * nrm[i])
+                    })
+                }),
+            ),
+            (
+                "detector_rotz",
+                h,
+                Box::new(move |x| moved_panel(k, &move |o, f, s| [o, f, s].into_iter().for_each(|v| about_x(v, x)))),
+            ),
+        ];
+        for (name, step, moved) in moves {
+            let image = |delta: f64| {
+                std::fs::write(d.join("moved.expt"), moved(delta)).unwrap();
+                render_panels(d, "-detector_expt", &d.join("moved.expt"), "")
+            };
+            let (plus, minus) = (image(step), image(-step));
+            let fd: Vec<f64> = (k * n..(k + 1) * n)
+                .map(|i| (plus[i] as f64 - minus[i] as f64) / (2.0 * step))
+                .collect();
+            let ours: Vec<f64> = common::read_f32(&d.join(format!("d_{name}.bin")))[k * n..(k + 1) * n]
+                .iter()
+                .map(|&x| x as f64)
+                .collect();
+            let (cos, ratio) = cosine_and_norm_ratio(&ours, &fd);
+            assert!(
+                cos >= 0.999 && (ratio - 1.0).abs() <= 0.02,
+                "panel {k} {name}: cosine {cos}, norm ratio {ratio}"
+            );
+            // the other panels do not move
+            assert!((0..4 * n).filter(|i| i / n != k).all(|i| plus[i] == minus[i]), "{name}");
+        }
+    }
+    // a crystal parameter: one derivative over every panel
+    let image = |misset: &str| {
+        let mut a = args(&[&CRYSTAL.replace("-misset 10 20 30", misset), "-floatfile m.bin"]);
+        a.extend([
+            "-detector_expt".to_string(),
+            fixture("four_tilted.expt").display().to_string(),
+        ]);
+        ok(&run(d, &a));
+        common::read_f32(&d.join("m.bin"))
+    };
+    let (plus, minus) = (image("-misset 10.0001 20 30"), image("-misset 9.9999 20 30"));
+    let fd: Vec<f64> = plus
+        .iter()
+        .zip(&minus)
+        .map(|(p, m)| (*p as f64 - *m as f64) / 2e-4)
+        .collect();
+    let ours: Vec<f64> = common::read_f32(&d.join("d_misset_x.bin"))
+        .iter()
+        .map(|&x| x as f64)
+        .collect();
+    let (cos, ratio) = cosine_and_norm_ratio(&ours, &fd);
+    assert!(
+        cos >= 0.999 && (ratio - 1.0).abs() <= 0.02,
+        "misset_x: cosine {cos}, norm ratio {ratio}"
+    );
+}
