@@ -141,8 +141,11 @@ fn run_panels(
     if out.nexusfile.is_some() {
         return refuse("-nexusfile");
     }
-    if out.trace_pixel.is_some() || out.printout_pixel.is_some() {
+    if out.trace_pixel.is_some() {
         return refuse("-trace_pixel");
+    }
+    if out.printout || out.printout_pixel.is_some() {
+        return refuse("-printout");
     }
     let configs = panel_configs(cfg, layout, "-geom/-detector_expt")?;
     let engine = run_opts.engine()?;

@@ -53,6 +53,30 @@ const IGNORED: &[&str] = &[
     "mask1_badbits",
 ];
 
+/// The panel properties this reader knows (beyond [`IGNORED`]); a global value of one of these
+/// (or of an ignored key) is a default for the panels named after it. Other global keys (a
+/// newer CrystFEL's, or a facility's own) are passed over; an unknown key given for a panel
+/// is an error.
+const PANEL_KEYS: &[&str] = &[
+    "min_fs",
+    "max_fs",
+    "min_ss",
+    "max_ss",
+    "fs",
+    "ss",
+    "corner_x",
+    "corner_y",
+    "coffset",
+    "clen",
+    "res",
+    "pixel_pitch",
+    "no_index",
+    "dim0",
+    "dim1",
+    "dim2",
+    "dim3",
+];
+
 /// One panel's properties as read, each with the line it came from.
 #[derive(Debug, Clone, Default)]
 struct Props(BTreeMap<String, (String, usize)>);
@@ -94,10 +118,7 @@ pub fn parse_geom(path: &Path, text: &str) -> Result<PanelLayout> {
     for (name, props) in &parsed.bad {
         bad_region(name, props, &mut panels, &parsed.panels, &err)?;
     }
-    let wavelength = match parsed.globals.get("photon_energy") {
-        Some((v, line)) => Some(HC_EV_M / positive(v, "photon_energy", *line, &err)?),
-        None => None,
-    };
+    let wavelength = file_wavelength(&parsed.globals, &err)?;
     Ok(PanelLayout {
         panels,
         beam: FileBeam {
@@ -106,6 +127,27 @@ pub fn parse_geom(path: &Path, text: &str) -> Result<PanelLayout> {
             wavelength,
         },
     })
+}
+
+/// The wavelength (m) of `wavelength = X A` (or `m`) or `photon_energy = E` (eV); `None` when
+/// the file gives neither, or names a value in the data files (e.g. `/LCLS/photon_energy_eV`),
+/// which a simulation cannot read: `-lambda` or `-energy` then, else the default.
+fn file_wavelength(globals: &Props, err: &ErrFn) -> Result<Option<f64>> {
+    let is_path = |v: &str| v.starts_with('/');
+    if let Some((v, line)) = globals.get("wavelength").filter(|(v, _)| !is_path(v)) {
+        let mut words = v.split_whitespace();
+        let (x, unit) = (words.next().unwrap_or(""), words.next());
+        let scale = match unit {
+            Some("A") => 1e-10,
+            None | Some("m") => 1.0,
+            Some(u) => return Err(err(*line, format!("wavelength: unit '{u}' (A or m)"))),
+        };
+        return Ok(Some(positive(x, "wavelength", *line, err)? * scale));
+    }
+    match globals.get("photon_energy").filter(|(v, _)| !is_path(v)) {
+        Some((v, line)) => Ok(Some(HC_EV_M / positive(v, "photon_energy", *line, err)?)),
+        None => Ok(None),
+    }
 }
 
 /// Splits the file into globals, panels (with the defaults in force at their first mention)
@@ -146,7 +188,7 @@ fn split(path: &Path, text: &str) -> Result<Parsed> {
                         let start = if name.starts_with("bad") {
                             Props::default()
                         } else {
-                            globals.clone()
+                            defaults(&globals)
                         };
                         list.push((name.to_string(), start));
                         list.len() - 1
@@ -157,6 +199,19 @@ fn split(path: &Path, text: &str) -> Result<Parsed> {
         }
     }
     Ok(Parsed { globals, panels, bad })
+}
+
+/// The global values that are panel defaults ([`PANEL_KEYS`] and [`IGNORED`]).
+fn defaults(globals: &Props) -> Props {
+    let known = |k: &str| PANEL_KEYS.contains(&k) || IGNORED.contains(&k);
+    Props(
+        globals
+            .0
+            .iter()
+            .filter(|(k, _)| known(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
 }
 
 type ErrFn<'a> = dyn Fn(usize, String) -> Error + 'a;
@@ -239,27 +294,7 @@ fn required<'a>(props: &'a Props, name: &str, key: &str, err: &ErrFn) -> Result<
 /// One panel from its properties.
 fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
     for (key, (_, line)) in &p.0 {
-        let known = [
-            "min_fs",
-            "max_fs",
-            "min_ss",
-            "max_ss",
-            "fs",
-            "ss",
-            "corner_x",
-            "corner_y",
-            "coffset",
-            "clen",
-            "res",
-            "pixel_pitch",
-            "no_index",
-            "photon_energy",
-            "dim0",
-            "dim1",
-            "dim2",
-            "dim3",
-        ];
-        if !known.contains(&key.as_str()) && !IGNORED.contains(&key.as_str()) {
+        if !PANEL_KEYS.contains(&key.as_str()) && !IGNORED.contains(&key.as_str()) {
             return Err(err(*line, format!("{name}/{key}: unknown panel property")));
         }
     }
@@ -420,6 +455,21 @@ mod tests {
             }]
         );
         assert!((l.beam.wavelength.unwrap() - 1e-10).abs() < 1e-22);
+    }
+
+    #[test]
+    fn unknown_globals_and_values_from_the_data_files_are_passed_over() {
+        let text = format!(
+            "photon_energy = /LCLS/photon_energy_eV\nprofile_radius = 0.002e9\nmask_edge_pixels = 1\n{}",
+            ONE.join("\n")
+        );
+        let l = parse_geom(Path::new("real.geom"), &text).unwrap();
+        assert_eq!((l.panels.len(), l.beam.wavelength), (1, None));
+        let l = parse_geom(Path::new("w.geom"), &format!("wavelength = 1.5 A\n{}", ONE.join("\n"))).unwrap();
+        assert!((l.beam.wavelength.unwrap() - 1.5e-10).abs() < 1e-24);
+        // the same key for a panel is an error
+        let e = parse_geom(Path::new("p.geom"), &one_with(9, "p0/profile_radius = 1")).unwrap_err();
+        assert!(e.to_string().starts_with("p.geom:9: p0/profile_radius"), "{e}");
     }
 
     #[test]
