@@ -163,6 +163,14 @@ fn counts_equal_the_cbf_and_photons_the_float_image() {
     }
 }
 
+/// The flags of a noiseless shot run writing CBF images and a NeXus stack, `extra` appended.
+fn shot_run_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = common::flags(&[common::LIGHT_CRYSTAL, SMALL]);
+    args.extend(["-nonoise", "-cbffile", "x.cbf", "-nexusfile", "x.nxs"]);
+    args.extend(extra);
+    args
+}
+
 /// The manifest lines of `dir`.
 fn manifest(dir: &Path) -> Vec<Value> {
     common::json_lines(&dir.join("manifest.jsonl"))
@@ -174,19 +182,7 @@ fn a_shot_run_writes_one_stack_the_manifest_indexes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut args = common::flags(&[common::LIGHT_CRYSTAL, SMALL]);
-    args.extend([
-        "-nonoise",
-        "-cbffile",
-        "x.cbf",
-        "-nexusfile",
-        "x.nxs",
-        "-shots_random",
-        "4",
-        "-seed",
-        "3",
-    ]);
-    args.extend(["-prefix", "shot_"]);
+    let args = shot_run_args(&["-shots_random", "4", "-seed", "3", "-prefix", "shot_"]);
     run(dir.path(), &args);
     let lines = manifest(dir.path());
     assert_eq!(lines.len(), 4);
@@ -214,17 +210,7 @@ fn a_killed_shot_run_leaves_every_listed_shot_readable() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut args = common::flags(&[common::LIGHT_CRYSTAL, SMALL]);
-    args.extend([
-        "-nonoise",
-        "-cbffile",
-        "x.cbf",
-        "-nexusfile",
-        "x.nxs",
-        "-shots_random",
-        "100000",
-    ]);
-    args.extend(["-seed", "5", "-shot_batch", "1"]);
+    let args = shot_run_args(&["-shots_random", "100000", "-seed", "5", "-shot_batch", "1"]);
     let mut child = Command::new(BIN)
         .current_dir(dir.path())
         .args(&args)
