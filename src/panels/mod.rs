@@ -14,7 +14,7 @@ pub mod expt;
 pub mod geom;
 
 use crate::config::Vec3;
-use crate::geometry::{cross, dot, norm, scale, unitize};
+use crate::geometry::{cross, dot, mat_vec, norm, scale, unitize, Mat3};
 use serde::{Deserialize, Serialize};
 
 /// One flat panel, in the lab frame of its file (or of the run, after
@@ -116,12 +116,11 @@ impl Panel {
         Some(m)
     }
 
-    fn rotated(&self, r: &[Vec3; 3]) -> Panel {
-        let apply = |v: Vec3| -> Vec3 { std::array::from_fn(|i| dot(r[i], v)) };
+    fn rotated(&self, r: &Mat3) -> Panel {
         Panel {
-            fast: apply(self.fast),
-            slow: apply(self.slow),
-            origin: apply(self.origin),
+            fast: mat_vec(r, self.fast),
+            slow: mat_vec(r, self.slow),
+            origin: mat_vec(r, self.origin),
             ..self.clone()
         }
     }
@@ -135,7 +134,7 @@ impl PanelLayout {
 
     /// The rotation (rows) that takes the file's frame to the run's: the file's beam direction
     /// to `beam`, its polarization to `polar` (both unit and perpendicular in each frame).
-    pub fn frame_rotation(&self, beam: Vec3, polar: Vec3) -> [Vec3; 3] {
+    pub fn frame_rotation(&self, beam: Vec3, polar: Vec3) -> Mat3 {
         let (fb, fp) = (self.beam.direction, self.beam.polarization);
         let from = [fb, fp, cross(fb, fp)];
         let to = [beam, polar, cross(beam, polar)];
@@ -215,7 +214,7 @@ mod tests {
         let l = layout();
         let (b, p) = ([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
         let r = l.frame_rotation(b, p);
-        let apply = |v: Vec3| -> Vec3 { std::array::from_fn(|i| dot(r[i], v)) };
+        let apply = |v: Vec3| mat_vec(&r, v);
         let close = |a: Vec3, c: Vec3| (0..3).all(|k| (a[k] - c[k]).abs() < 1e-15);
         assert!(close(apply(l.beam.direction), b));
         assert!(close(apply(l.beam.polarization), p));
