@@ -82,7 +82,12 @@ struct Job {
     threads: usize,
 }
 
-fn run<B: Backend>(job: &Job, engine: &Engine, device: &B::Device, dtype: DType) -> Result<Value, String> {
+fn run<B: nanobragg::PixelKernel>(
+    job: &Job,
+    engine: &Engine,
+    device: &B::Device,
+    dtype: DType,
+) -> Result<Value, String> {
     burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64).map_err(|e| format!("{e:?}"))?;
     nanobragg::engine::tune_process();
     let opts = engine.options(&RenderOptions {

@@ -20,6 +20,7 @@ use crate::config::SimConfig;
 use crate::derivative::{derivative_images, DerivativeImage};
 use crate::error::{Error, Result};
 use crate::gradient::{image_vjp, ParamGradient};
+use crate::kernel::PixelKernel;
 use crate::params::Params;
 use crate::setup::Experiment;
 use crate::simulate::{render, render_batch, Image, RenderOptions};
@@ -94,7 +95,7 @@ impl std::str::FromStr for Engine {
 pub trait BackendTask {
     type Output;
     /// Run on backend `B` (its autodiff wrapper is `Autodiff<B>`, on the same device).
-    fn run<B: Backend>(self, device: &B::Device) -> Result<Self::Output>;
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output>;
 }
 
 impl Engine {
@@ -201,11 +202,14 @@ impl Engine {
     pub fn options(&self, base: &RenderOptions) -> RenderOptions {
         match self {
             Engine::Cpu { .. } => base.clone(),
-            Engine::Wgpu { .. } => RenderOptions {
+            Engine::Wgpu { fusion } => RenderOptions {
                 threads: 1,
                 max_chunk_elements: Some(base.max_chunk_elements.unwrap_or(WGPU_CHUNK_ELEMENTS)),
                 // spans stay on the GPU; the finished image is read back once
                 assemble_on_device: true,
+                // fused: the whole render as one kernel (torch.compile's role); unfused: the
+                // tensor stages op by op
+                pixel_kernel: *fusion,
                 ..base.clone()
             },
         }
@@ -261,7 +265,7 @@ impl Engine {
         }
         impl BackendTask for Render<'_> {
             type Output = Image;
-            fn run<B: Backend>(self, device: &B::Device) -> Result<Image> {
+            fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Image> {
                 render::<B>(self.exp, &self.opts, device)
             }
         }
@@ -280,7 +284,7 @@ impl Engine {
         }
         impl BackendTask for Batch<'_> {
             type Output = Vec<Image>;
-            fn run<B: Backend>(self, device: &B::Device) -> Result<Vec<Image>> {
+            fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Vec<Image>> {
                 render_batch::<B>(self.shots, &self.opts, device)
             }
         }
@@ -307,7 +311,7 @@ impl Engine {
         }
         impl BackendTask for Vjp<'_> {
             type Output = (Image, Vec<ParamGradient>);
-            fn run<B: Backend>(self, device: &B::Device) -> Result<Self::Output> {
+            fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
                 let params = Params::<Autodiff<B>>::new(self.cfg, self.exp, device).map_tensors(|t| t.require_grad());
                 image_vjp(self.cfg, self.exp, &params, self.weights, &self.opts, device)
             }
@@ -337,7 +341,7 @@ impl Engine {
         }
         impl BackendTask for Derivatives<'_> {
             type Output = Vec<DerivativeImage>;
-            fn run<B: Backend>(self, device: &B::Device) -> Result<Self::Output> {
+            fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
                 derivative_images::<Autodiff<B>>(self.cfg, self.exp, self.names, &self.opts, device).map(|(_, d)| d)
             }
         }

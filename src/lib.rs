@@ -19,6 +19,7 @@ pub mod error;
 pub mod geometry;
 pub mod gradient;
 pub mod io;
+pub mod kernel;
 pub mod noise;
 pub mod output;
 pub mod panels;
@@ -38,6 +39,7 @@ pub mod workers;
 
 pub use config::SimConfig;
 pub use error::{Error, Result};
+pub use kernel::PixelKernel;
 pub use params::Params;
 pub use setup::Experiment;
 pub use simulate::{render, Image, RenderOptions};

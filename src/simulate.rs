@@ -9,6 +9,7 @@
 
 use crate::drive::{drive, Rendered, Workers};
 use crate::error::Result;
+use crate::kernel::PixelKernel;
 use crate::physics::detector::{
     capture_fraction_at, curved_positions, diffracted_directions, pixel_positions, sample_coordinates, solid_angle,
     MAX_SPAN,
@@ -52,6 +53,9 @@ pub struct RenderOptions {
     /// engines with device memory), rather than reading each span back as it finishes (the
     /// CPU engine: its tensors are host memory, and this keeps one copy of the image).
     pub assemble_on_device: bool,
+    /// Render [`render`] and [`render_batch`] with one kernel launch where the backend has
+    /// the kernel ([`crate::kernel`]); the fused wgpu engine sets it. Off: the tensor stages.
+    pub pixel_kernel: bool,
     pub progress: Option<Progress>,
 }
 
@@ -62,6 +66,7 @@ impl Default for RenderOptions {
             threads: crate::threads::default_count(),
             max_chunk_elements: None,
             assemble_on_device: false,
+            pixel_kernel: false,
             progress: None,
         }
     }
@@ -74,6 +79,7 @@ impl std::fmt::Debug for RenderOptions {
             .field("threads", &self.threads)
             .field("max_chunk_elements", &self.max_chunk_elements)
             .field("assemble_on_device", &self.assemble_on_device)
+            .field("pixel_kernel", &self.pixel_kernel)
             .finish()
     }
 }
@@ -136,9 +142,13 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions, pe
     }
 }
 
-/// Render the image on backend `B`.
-pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::Device) -> Result<Image> {
+/// Render the image on backend `B`: by its one-kernel render when `opts.pixel_kernel` asks for
+/// it and `B` has one, else by the tensor stages.
+pub fn render<B: PixelKernel>(exp: &Experiment, opts: &RenderOptions, device: &B::Device) -> Result<Image> {
     let scene = Scene::new(exp);
+    if let Some(mut images) = render_by_kernel::<B>(exp, &scene, opts, device)? {
+        return Ok(images.swap_remove(0));
+    }
     render_scene(exp, &scene, opts, device, &|| {
         SceneTensors::<B>::new(&scene, exp, device)
     })
@@ -150,14 +160,40 @@ pub fn render<B: Backend>(exp: &Experiment, opts: &RenderOptions, device: &B::De
 ///
 /// # Panics
 /// When `shots` is empty.
-pub fn render_batch<B: Backend>(shots: &[Experiment], opts: &RenderOptions, device: &B::Device) -> Result<Vec<Image>> {
+pub fn render_batch<B: PixelKernel>(
+    shots: &[Experiment],
+    opts: &RenderOptions,
+    device: &B::Device,
+) -> Result<Vec<Image>> {
     let exp = shots.first().expect("a batch of at least one shot");
     debug_assert!(shots.iter().all(|s| exp.batches_with(s)), "shots that batch together");
     let scenes: Vec<Scene> = shots.iter().map(Scene::new).collect();
     let scene = Scene::batch(&scenes);
+    if let Some(images) = render_by_kernel::<B>(exp, &scene, opts, device)? {
+        return Ok(images);
+    }
     render_shots(exp, &scene, opts, device, &|| {
         SceneTensors::<B>::new(&scene, exp, device)
     })
+}
+
+/// [`crate::kernel::render`] when the options ask for the kernel (`None`: not asked for, or
+/// not on this backend), with the progress reported at the end.
+fn render_by_kernel<B: PixelKernel>(
+    exp: &Experiment,
+    scene: &Scene,
+    opts: &RenderOptions,
+    device: &B::Device,
+) -> Result<Option<Vec<Image>>> {
+    if !opts.pixel_kernel {
+        return Ok(None);
+    }
+    let images = crate::kernel::render::<B>(exp, scene, device)?;
+    if let (Some(_), Some(progress)) = (&images, &opts.progress) {
+        let n = exp.active_pixels().rect().len();
+        progress(n, n);
+    }
+    Ok(images)
 }
 
 /// Render with the scene tensors made by `make` (once per worker): the host scene, or a

@@ -19,7 +19,7 @@ fn host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
 
 impl BackendTask for Views {
     type Output = Vec<(&'static str, Vec<f32>, Vec<f32>)>;
-    fn run<B: Backend>(self, device: &B::Device) -> nanobragg::Result<Self::Output> {
+    fn run<B: nanobragg::PixelKernel>(self, device: &B::Device) -> nanobragg::Result<Self::Output> {
         let mut out = Vec::new();
         // a [1, 3] row, transposed to a [3, 1] view with strides [1, 3], then unsqueezed
         let row = Tensor::<B, 2>::from_data(TensorData::new(vec![1.0f32, 2.0, 3.0], [1, 3]), device);

@@ -125,7 +125,7 @@ struct SceneValues<'a>(&'a SimConfig, &'a Experiment);
 
 impl BackendTask for SceneValues<'_> {
     type Output = Vec<Vec<f64>>;
-    fn run<B: Backend>(self, device: &B::Device) -> nanobragg::Result<Self::Output> {
+    fn run<B: nanobragg::PixelKernel>(self, device: &B::Device) -> nanobragg::Result<Self::Output> {
         let scene = Params::<B>::new(self.0, self.1, device).scene(self.0, self.1, device);
         scene.variables().into_iter().map(to_host).collect()
     }

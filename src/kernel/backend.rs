@@ -1,0 +1,78 @@
+//! The one-kernel render as a backend extension (burn's pattern): [`PixelKernel`] is
+//! implemented per backend type, never chosen by type name.
+//!
+//! * `CubeBackend<R, …>` (any cubecl runtime): launches [`super::pixel::render_pixels`] and
+//!   [`super::pixel::image_statistics`] ([`super::cube`]).
+//! * `Fusion<B>`: registers the two launches as one `CustomOpIr` in burn-fusion's stream, run
+//!   by `B`'s implementation ([`super::fusion`]).
+//! * burn-ndarray and `Autodiff<B>`: no kernel; the tensor stages render (the reference, and the
+//!   path gradients take).
+
+use super::job::Switches;
+use burn::backend::ndarray::{
+    FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
+};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::ops::{FloatTensor, IntTensor};
+
+/// The kernel's inputs on the backend's device (see [`super::layout`]): f32 `params`
+/// `[PARAMS]`, i32 `counts` `[COUNTS]`, f32 `sources` `[S·10]`, `orientations`
+/// `[shots·S·Φ·M·12]`, `scales` `[shots]`, `hkl` `[grid]`, `mask` `[ROI positions]`.
+pub struct KernelInputs<B: Backend> {
+    pub params: FloatTensor<B>,
+    pub counts: IntTensor<B>,
+    pub sources: FloatTensor<B>,
+    pub orientations: FloatTensor<B>,
+    pub scales: FloatTensor<B>,
+    pub hkl: FloatTensor<B>,
+    pub mask: FloatTensor<B>,
+}
+
+/// What one render leaves on the device: `image` `[shots, spixels, fpixels]` (photons),
+/// `partials` `[blocks, 4]` and `first_max` `[blocks]` (see
+/// [`super::pixel::image_statistics`]), `first_out_of_range` `[1]` (i32::MAX when tricubic
+/// interpolation never left the grid).
+pub struct KernelOutputs<B: Backend> {
+    pub image: FloatTensor<B>,
+    pub partials: FloatTensor<B>,
+    pub first_max: IntTensor<B>,
+    pub first_out_of_range: IntTensor<B>,
+}
+
+/// The sizes and switches of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelShape {
+    pub switches: Switches,
+    pub shots: usize,
+    pub spixels: usize,
+    pub fpixels: usize,
+    /// Statistics blocks, all shots together.
+    pub blocks: usize,
+}
+
+/// A backend that can render a whole image with one kernel launch (plus one for the
+/// statistics).
+pub trait PixelKernel: Backend {
+    /// Whether [`PixelKernel::render_pixels`] runs a kernel here (else it returns `None`).
+    fn has_pixel_kernel() -> bool {
+        false
+    }
+
+    /// Launch the render and the statistics; `None` where this backend has no kernel (the
+    /// caller renders with the tensor stages).
+    fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
+        let _ = (inputs, shape);
+        None
+    }
+}
+
+impl<E: FloatNdArrayElement, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
+where
+    NdArrayTensor: From<SharedArray<E>>,
+    NdArrayTensor: From<SharedArray<I>>,
+{
+}
+
+/// Gradients need the graph of the tensor stages: an autodiff backend renders with them.
+impl<B: Backend> PixelKernel for Autodiff<B> {}

@@ -1,0 +1,103 @@
+//! [`PixelKernel`] for burn's cube backend, on any cubecl runtime: two launches on the
+//! backend's own compute client.
+
+use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
+use super::layout::PARTIAL_WIDTH;
+use super::pixel::{image_statistics, render_pixels};
+use burn::tensor::DType;
+use burn_cubecl::ops::numeric::empty_device_dtype;
+use burn_cubecl::tensor::CubeTensor;
+use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
+use cubecl::calculate_cube_count_elemwise;
+use cubecl::prelude::*;
+
+/// Invocations per workgroup.
+const WORKGROUP: u32 = 64;
+
+impl<R, F, I, BT> PixelKernel for CubeBackend<R, F, I, BT>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+    fn has_pixel_kernel() -> bool {
+        F::dtype() == DType::F32 && I::dtype() == DType::I32
+    }
+
+    fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
+        if !Self::has_pixel_kernel() {
+            return None;
+        }
+        let KernelInputs {
+            params,
+            counts,
+            sources,
+            orientations,
+            scales,
+            hkl,
+            mask,
+        } = inputs;
+        let [image, partials, first_max, first_out_of_range] =
+            launch([params, counts, sources, orientations, scales, hkl, mask], shape);
+        Some(KernelOutputs {
+            image,
+            partials,
+            first_max,
+            first_out_of_range,
+        })
+    }
+}
+
+/// A contiguous f32 or i32 tensor of `len` elements, uninitialised.
+fn empty<R: CubeRuntime>(like: &CubeTensor<R>, dims: Vec<usize>, dtype: DType) -> CubeTensor<R> {
+    empty_device_dtype(like.client.clone(), like.device.clone(), dims.into(), dtype)
+}
+
+/// The two launches, from the inputs in [`KernelInputs`]' order; the outputs in
+/// [`KernelOutputs`]' order.
+fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [CubeTensor<R>; 4] {
+    let [params, counts, sources, orientations, scales, hkl, mask] = inputs;
+    let client = params.client.clone();
+    let pixels = shape.spixels * shape.fpixels;
+    let image = empty(&params, vec![shape.shots, shape.spixels, shape.fpixels], DType::F32);
+    let omega = empty(&params, vec![pixels], DType::F32);
+    let partials = empty(&params, vec![shape.blocks, PARTIAL_WIDTH], DType::F32);
+    let first_max = empty(&params, vec![shape.blocks], DType::I32);
+    let first_out_of_range = CubeTensor::new_contiguous(
+        client.clone(),
+        params.device.clone(),
+        vec![1].into(),
+        client.create_from_slice(&i32::MAX.to_ne_bytes()),
+        DType::I32,
+    );
+    let dim = CubeDim::new_1d(WORKGROUP);
+    let invocations = shape.shots * pixels;
+    render_pixels::launch::<R>(
+        &client,
+        calculate_cube_count_elemwise(&client, invocations, dim),
+        dim,
+        params.into_array_arg(),
+        counts.clone().into_array_arg(),
+        sources.into_array_arg(),
+        orientations.into_array_arg(),
+        scales.into_array_arg(),
+        hkl.into_array_arg(),
+        mask.into_array_arg(),
+        image.clone().into_array_arg(),
+        omega.clone().into_array_arg(),
+        first_out_of_range.clone().into_array_arg(),
+        shape.switches,
+    );
+    image_statistics::launch::<R>(
+        &client,
+        calculate_cube_count_elemwise(&client, shape.blocks, dim),
+        dim,
+        image.clone().into_array_arg(),
+        omega.into_array_arg(),
+        counts.into_array_arg(),
+        partials.clone().into_array_arg(),
+        first_max.clone().into_array_arg(),
+    );
+    [image, partials, first_max, first_out_of_range]
+}

@@ -1,0 +1,90 @@
+//! [`PixelKernel`] for burn-fusion: the render and the statistics registered as one custom
+//! operation (`CustomOpIr`) in the fusion stream, executed by the inner backend's kernel when
+//! the stream runs (burn-vision 0.21's `backends/cube/ops.rs` is the pattern). The operation's
+//! inputs and outputs are ordinary fusion tensors: what comes before and after it (uploads,
+//! readbacks) stays ordered.
+
+use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
+use super::layout::PARTIAL_WIDTH;
+use burn::tensor::{DType, Shape};
+use burn_fusion::stream::{Operation, OperationStreams};
+use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
+use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
+use std::marker::PhantomData;
+
+/// The custom operation: its IR (7 inputs, 4 outputs) and the launch's shape.
+#[derive(Debug, Clone)]
+struct RenderPixels<B> {
+    desc: CustomOpIr,
+    shape: KernelShape,
+    _backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + PixelKernel> Operation<B::FusionRuntime> for RenderPixels<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let ([params, counts, sources, orientations, scales, hkl, mask], [image, partials, first_max, first_out]) =
+            self.desc.as_fixed();
+        let inputs = KernelInputs::<B> {
+            params: handles.get_float_tensor::<B>(params),
+            counts: handles.get_int_tensor::<B>(counts),
+            sources: handles.get_float_tensor::<B>(sources),
+            orientations: handles.get_float_tensor::<B>(orientations),
+            scales: handles.get_float_tensor::<B>(scales),
+            hkl: handles.get_float_tensor::<B>(hkl),
+            mask: handles.get_float_tensor::<B>(mask),
+        };
+        let out = B::render_pixels(inputs, self.shape).expect("the inner backend has the pixel kernel");
+        handles.register_float_tensor::<B>(&image.id, out.image);
+        handles.register_float_tensor::<B>(&partials.id, out.partials);
+        handles.register_int_tensor::<B>(&first_max.id, out.first_max);
+        handles.register_int_tensor::<B>(&first_out.id, out.first_out_of_range);
+    }
+}
+
+impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
+    fn has_pixel_kernel() -> bool {
+        B::has_pixel_kernel()
+    }
+
+    fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
+        if !B::has_pixel_kernel() {
+            return None;
+        }
+        let KernelInputs {
+            params,
+            counts,
+            sources,
+            orientations,
+            scales,
+            hkl,
+            mask,
+        } = inputs;
+        let client = params.client.clone();
+        let streams = OperationStreams::with_inputs([&params, &counts, &sources, &orientations, &scales, &hkl, &mask]);
+        let uninit =
+            |dims: Vec<usize>, dtype: DType| TensorIr::uninit(client.create_empty_handle(), Shape::from(dims), dtype);
+        let outputs = [
+            uninit(vec![shape.shots, shape.spixels, shape.fpixels], DType::F32),
+            uninit(vec![shape.blocks, PARTIAL_WIDTH], DType::F32),
+            uninit(vec![shape.blocks], DType::I32),
+            uninit(vec![1], DType::I32),
+        ];
+        let inputs = [params, counts, sources, orientations, scales, hkl, mask].map(|t| t.into_ir());
+        let desc = CustomOpIr::new("nanobragg_render_pixels", &inputs, &outputs);
+        let op = RenderPixels::<B> {
+            desc: desc.clone(),
+            shape,
+            _backend: PhantomData,
+        };
+        let [image, partials, first_max, first_out_of_range]: [_; 4] = client
+            .register(streams, OperationIr::Custom(desc), op)
+            .try_into()
+            .expect("four outputs");
+        Some(KernelOutputs {
+            image,
+            partials,
+            first_max,
+            first_out_of_range,
+        })
+    }
+}

@@ -1,0 +1,183 @@
+//! What the host decides for one kernel launch: the experiment packed into the flat f32/i32
+//! arrays of [`super::layout`], and the compile-time switches.
+
+use super::layout as at;
+use crate::config::CrystalShape;
+use crate::scene::Scene;
+use crate::setup::{Experiment, R_E_SQR};
+
+/// ROI positions per statistics block (see [`super::pixel::image_statistics`]): f32 sums
+/// over 64 values keep ~7 digits; the blocks are finished in f64 on the host.
+pub const STAT_BLOCK: usize = 64;
+
+/// One launch's inputs, on the host.
+#[derive(Debug, Clone)]
+pub struct PixelJob {
+    pub switches: Switches,
+    pub params: Vec<f32>,
+    pub counts: Vec<i32>,
+    pub sources: Vec<f32>,
+    pub orientations: Vec<f32>,
+    pub scales: Vec<f32>,
+    pub hkl: Vec<f32>,
+    pub mask: Vec<f32>,
+    pub shots: usize,
+    /// Statistics blocks per shot.
+    pub blocks_per_shot: usize,
+}
+
+impl PixelJob {
+    /// The job for `exp` with the orientations and fluences of `scene` (one shot, or a batch of
+    /// shots that differ only in those: [`Scene::batch`]).
+    pub fn new(exp: &Experiment, scene: &Scene) -> Self {
+        let grid = exp.structure_factors.grid.as_ref().filter(|g| g.entries > 0);
+        let interpolate = exp.structure_factors.interpolate && grid.is_some();
+        let roi = exp.active_pixels().rect();
+        let blocks_per_shot = roi.len().div_ceil(STAT_BLOCK).max(1);
+        let mask = exp.rendered_positions();
+        let switches = Switches {
+            square: exp.shape == CrystalShape::Square,
+            round: exp.shape == CrystalShape::Round,
+            gauss: exp.shape == CrystalShape::Gauss,
+            nearest: grid.is_some() && !interpolate,
+            tricubic: interpolate,
+            polar: !exp.nopolar,
+            dmin: exp.dmin > 0.0,
+            water: exp.water_size != 0.0,
+            curved: exp.detector.curved,
+            point_pixel: exp.detector.point_pixel,
+            sensor: exp.sensor.thickness > 0.0,
+            oversample_thick: exp.oversample_thick,
+            oversample_polar: exp.oversample_polar,
+            oversample_omega: exp.oversample_omega,
+            masked: mask.is_some(),
+        };
+        let mut counts = vec![0i32; at::COUNTS];
+        let d = &exp.detector;
+        let int = |v: usize| i32::try_from(v).expect("image sizes fit in i32");
+        counts[at::FPIXELS] = int(d.fpixels);
+        counts[at::SPIXELS] = int(d.spixels);
+        counts[at::ROW0] = int(roi.rows.start);
+        counts[at::ROW1] = int(roi.rows.end);
+        counts[at::COL0] = int(roi.cols.start);
+        counts[at::COL1] = int(roi.cols.end);
+        counts[at::OVERSAMPLE] = int(exp.oversample);
+        counts[at::LAYERS] = int(exp.sensor.layers);
+        counts[at::SOURCES] = int(scene.sources);
+        counts[at::PER_SHOT] = int(scene.orientations / scene.shots);
+        if let Some(g) = grid {
+            let c = g.counts();
+            counts[at::HKL_MIN..at::HKL_MIN + 3].copy_from_slice(&[g.h_min, g.k_min, g.l_min]);
+            counts[at::HKL_COUNT..at::HKL_COUNT + 3].copy_from_slice(&c.map(int));
+        }
+        counts[at::SWITCH_PIXEL] = i32::MAX;
+        counts[at::STAT_BLOCK] = int(STAT_BLOCK);
+        counts[at::STAT_BLOCKS] = int(blocks_per_shot);
+        Self {
+            switches,
+            params: params(exp, scene),
+            counts,
+            sources: sources(scene),
+            orientations: orientations(scene),
+            // r_e²·fluence/steps in f64, then f32: the two alone would overflow f32
+            scales: scene
+                .fluence
+                .iter()
+                .map(|f| (R_E_SQR * f / exp.steps as f64) as f32)
+                .collect(),
+            hkl: grid.map_or(vec![0.0], |g| g.values.iter().map(|&v| v as f32).collect()),
+            mask: mask.map_or(vec![1.0], |m| m.iter().map(|&v| v as f32).collect()),
+            shots: scene.shots,
+            blocks_per_shot,
+        }
+    }
+
+    /// Pixels after image index `pixel` use nearest-neighbour structure factors (C's tricubic
+    /// fall-back, found by a first pass).
+    pub fn switch_to_nearest_after(&mut self, pixel: i32) {
+        self.counts[at::SWITCH_PIXEL] = pixel;
+    }
+}
+
+/// The scalar parameters, `[PARAMS]`.
+fn params(exp: &Experiment, scene: &Scene) -> Vec<f32> {
+    let d = &exp.detector;
+    let mut p = vec![0.0f64; at::PARAMS];
+    let mut put = |at: usize, v: &[f64]| p[at..at + v.len()].copy_from_slice(v);
+    put(at::PIX0, &d.pix0);
+    put(at::FDET, &d.fdet);
+    put(at::SDET, &d.sdet);
+    put(at::ODET, &d.odet);
+    put(at::SUBPIXEL, &[d.pixel_size / exp.oversample as f64]);
+    put(at::LAYER_STEP, &[exp.sensor.step]);
+    put(at::CLOSE_DISTANCE, &[d.close_distance]);
+    put(at::PIXEL_AREA, &[d.pixel_size * d.pixel_size]);
+    put(at::BEAM, &d.beam);
+    put(at::DISTANCE, &[d.distance]);
+    put(at::STEP_MU, &[exp.sensor.step * exp.sensor.mu]);
+    put(at::STOL_MAX, &[if exp.dmin > 0.0 { 0.5 / exp.dmin } else { 0.0 }]);
+    put(at::KAHN, &[exp.polarization]);
+    put(at::DEFAULT_F, &[exp.structure_factors.default_f]);
+    put(at::I_BG, &[exp.i_bg]);
+    put(at::N_CELLS, &scene.lattice.n);
+    put(at::FUDGE, &[scene.lattice.fudge]);
+    put(at::RECIP, &scene.lattice.recip.concat());
+    p.into_iter().map(|v| v as f32).collect()
+}
+
+/// `[S, 10]`: incident direction, 1/λ, E_in, B_in of each source.
+fn sources(scene: &Scene) -> Vec<f32> {
+    let s = scene.sources;
+    let column = |t: &[f64], si: usize| [t[si], t[s + si], t[2 * s + si]];
+    (0..s)
+        .flat_map(|si| {
+            let mut row = Vec::with_capacity(at::SOURCE_WIDTH);
+            row.extend(column(&scene.incident_t, si));
+            row.push(scene.inv_lambda[si]);
+            row.extend(column(&scene.e_in_t, si));
+            row.extend(column(&scene.b_in_t, si));
+            row
+        })
+        .map(|v| v as f32)
+        .collect()
+}
+
+/// `[C, 12]`: a/λ, b/λ, c/λ (from the scene's `[3, 3C]` columns), then a·i/λ, b·i/λ, c·i/λ.
+fn orientations(scene: &Scene) -> Vec<f32> {
+    let c = scene.orientations;
+    (0..c)
+        .flat_map(|ci| {
+            let coef = (0..3).flat_map(move |v| (0..3).map(move |axis| scene.coef[axis * 3 * c + v * c + ci]));
+            let offset = (0..3).map(move |v| scene.offset[v * c + ci]);
+            coef.chain(offset)
+        })
+        .map(|v| v as f32)
+        .collect()
+}
+
+/// The configuration's switches, each a compile-time constant of the kernel: every
+/// configuration compiles a kernel without the branches it does not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Switches {
+    /// Crystal shape: SQUARE (sincg), ROUND (sinc3), GAUSS, else TOPHAT.
+    pub square: bool,
+    pub round: bool,
+    pub gauss: bool,
+    /// Structure factors: a grid looked up by nearest neighbour, or interpolated (tricubic,
+    /// with C's fall-back); neither: default_F everywhere.
+    pub nearest: bool,
+    pub tricubic: bool,
+    /// Polarization factor computed (not `-nopolar`).
+    pub polar: bool,
+    pub dmin: bool,
+    pub water: bool,
+    pub curved: bool,
+    pub point_pixel: bool,
+    /// A sensor of non-zero thickness (capture fraction computed).
+    pub sensor: bool,
+    pub oversample_thick: bool,
+    pub oversample_polar: bool,
+    pub oversample_omega: bool,
+    /// A mask: `mask` holds 1 (rendered) or 0 per ROI position.
+    pub masked: bool,
+}

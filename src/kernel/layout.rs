@@ -1,0 +1,74 @@
+//! Where the kernel finds its inputs: indices into the flat arrays the host packs
+//! ([`super::job::PixelJob`]) and the kernel reads. One list, used on both sides.
+
+/// `params` (f32): lab vectors (m), lengths (m), factors.
+pub const PIX0: usize = 0;
+pub const FDET: usize = 3;
+pub const SDET: usize = 6;
+pub const ODET: usize = 9;
+/// Sub-pixel size (m).
+pub const SUBPIXEL: usize = 12;
+/// Sensor layer thickness step Δz (m).
+pub const LAYER_STEP: usize = 13;
+/// Close distance (m).
+pub const CLOSE_DISTANCE: usize = 14;
+/// pixel² (m²).
+pub const PIXEL_AREA: usize = 15;
+/// Beam direction (unit) and the recomputed distance (m), for the curved detector.
+pub const BEAM: usize = 16;
+pub const DISTANCE: usize = 19;
+/// Δz·μ (dimensionless).
+pub const STEP_MU: usize = 20;
+/// Largest sin θ/λ kept by `-dmin`: 0.5/dmin (m⁻¹).
+pub const STOL_MAX: usize = 21;
+/// Kahn polarization factor K.
+pub const KAHN: usize = 22;
+/// default_F (electrons).
+pub const DEFAULT_F: usize = 23;
+/// Water background I_bg (C's units), 0 without water.
+pub const I_BG: usize = 24;
+/// Na, Nb, Nc.
+pub const N_CELLS: usize = 25;
+pub const FUDGE: usize = 28;
+/// a*, b*, c* back to back (Å⁻¹), for GAUSS and TOPHAT.
+pub const RECIP: usize = 29;
+pub const PARAMS: usize = 38;
+
+/// `counts` (i32).
+pub const FPIXELS: usize = 0;
+pub const SPIXELS: usize = 1;
+/// ROI rows `ROW0..ROW1` and columns `COL0..COL1` (end exclusive).
+pub const ROW0: usize = 2;
+pub const ROW1: usize = 3;
+pub const COL0: usize = 4;
+pub const COL1: usize = 5;
+pub const OVERSAMPLE: usize = 6;
+pub const LAYERS: usize = 7;
+pub const SOURCES: usize = 8;
+/// Orientations per shot (S·Φ·M).
+pub const PER_SHOT: usize = 9;
+/// Smallest h, k, l of the structure-factor grid and its extent along each.
+pub const HKL_MIN: usize = 10;
+pub const HKL_COUNT: usize = 13;
+/// Image index after which every pixel uses nearest-neighbour structure factors (C's
+/// tricubic fall-back); i32::MAX on a first pass.
+pub const SWITCH_PIXEL: usize = 16;
+/// ROI positions per statistics block, and blocks per shot.
+pub const STAT_BLOCK: usize = 17;
+pub const STAT_BLOCKS: usize = 18;
+pub const COUNTS: usize = 19;
+
+/// `sources` rows (f32): incident direction (unit), 1/λ (m⁻¹), E_in and B_in (unit).
+pub const SOURCE_WIDTH: usize = 10;
+pub const INCIDENT: usize = 0;
+pub const INV_LAMBDA: usize = 3;
+pub const E_IN: usize = 4;
+pub const B_IN: usize = 7;
+
+/// `orientations` rows (f32): a/λ, b/λ, c/λ (m·m⁻¹... as [`crate::scene::Scene::coef`]),
+/// then a·i/λ, b·i/λ, c·i/λ.
+pub const ORIENTATION_WIDTH: usize = 12;
+pub const OFFSET: usize = 9;
+
+/// `partials` rows (f32) of the statistics kernel: Σv, Σ(v − block mean)², max v, Σω.
+pub const PARTIAL_WIDTH: usize = 4;

@@ -1,0 +1,193 @@
+//! The GPU render as one kernel: C's whole per-pixel loop as a CubeCL kernel, launched once per
+//! image (or batch of shots), with the statistics C prints reduced by a second launch, the
+//! image read back once.
+//!
+//! * [`pixel`]: the kernels; [`trig`]: sines on reduced arguments, accurate in f32 on any
+//!   driver; [`layout`]: where the kernel finds its inputs; [`job`]: the host's packing.
+//! * [`PixelKernel`]: the backend extension (cube backend, fusion's custom op; none on
+//!   burn-ndarray and autodiff, which render with the tensor stages).
+//! * [`render`]: images from one launch, on any backend that has the kernel.
+//!
+//! The tensor stages (`src/simulate.rs`) stay the reference; `tests/integration/kernel.rs`
+//! holds the two against each other and against C.
+
+mod backend;
+#[cfg(feature = "gpu")]
+mod cube;
+#[cfg(feature = "gpu")]
+mod fusion;
+pub mod job;
+pub mod layout;
+#[cfg(feature = "gpu")]
+pub mod pixel;
+#[cfg(all(test, feature = "gpu"))]
+mod testing;
+#[cfg(feature = "gpu")]
+pub mod trig;
+
+pub use backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
+pub use job::{PixelJob, Switches};
+
+use crate::error::{Error, Result};
+use crate::output::Statistics;
+use crate::scene::Scene;
+use crate::setup::Experiment;
+use crate::simulate::Image;
+use burn::tensor::{Int, Tensor, TensorData, TensorPrimitive};
+use layout::PARTIAL_WIDTH;
+
+/// Render `exp` with the orientations and fluences of `scene` (one shot or a batch, see
+/// [`Scene::batch`]) by one kernel launch on backend `B`: an image per shot, with its
+/// statistics. `None` where `B` has no kernel.
+///
+/// With tricubic structure factors a first launch finds the first pixel whose loop left the
+/// grid; if there is one, a second launch renders every later pixel with nearest neighbour, as
+/// C switches for good at that point.
+pub fn render<B: PixelKernel>(exp: &Experiment, scene: &Scene, device: &B::Device) -> Result<Option<Vec<Image>>> {
+    if !B::has_pixel_kernel() {
+        return Ok(None);
+    }
+    let mut job = PixelJob::new(exp, scene);
+    let mut out = launch::<B>(&job, exp, device);
+    let first = read_ints(out.first_out_of_range.clone())?[0];
+    let fell_back = first != i64::from(i32::MAX);
+    if fell_back {
+        job.switch_to_nearest_after(first as i32);
+        out = launch::<B>(&job, exp, device);
+    }
+    images(exp, &job, out, fell_back).map(Some)
+}
+
+/// One launch: the job's arrays uploaded, the kernel's outputs as tensors.
+fn launch<B: PixelKernel>(job: &PixelJob, exp: &Experiment, device: &B::Device) -> Launched<B> {
+    let float = |v: &[f32]| {
+        Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), device)
+            .into_primitive()
+            .tensor()
+    };
+    let inputs = KernelInputs::<B> {
+        params: float(&job.params),
+        counts: Tensor::<B, 1, Int>::from_data(TensorData::new(job.counts.clone(), [job.counts.len()]), device)
+            .into_primitive(),
+        sources: float(&job.sources),
+        orientations: float(&job.orientations),
+        scales: float(&job.scales),
+        hkl: float(&job.hkl),
+        mask: float(&job.mask),
+    };
+    let d = &exp.detector;
+    let shape = KernelShape {
+        switches: job.switches,
+        shots: job.shots,
+        spixels: d.spixels,
+        fpixels: d.fpixels,
+        blocks: job.shots * job.blocks_per_shot,
+    };
+    let out = B::render_pixels(inputs, shape).expect("the backend said it has the kernel");
+    let float = |t| Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(t));
+    let int = |t| Tensor::<B, 1, Int>::from_primitive(t);
+    Launched {
+        image: Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(out.image)),
+        partials: float(out.partials),
+        first_max: int(out.first_max),
+        first_out_of_range: int(out.first_out_of_range),
+    }
+}
+
+/// The outputs of [`launch`], as tensors.
+struct Launched<B: PixelKernel> {
+    image: Tensor<B, 3>,
+    partials: Tensor<B, 1>,
+    first_max: Tensor<B, 1, Int>,
+    first_out_of_range: Tensor<B, 1, Int>,
+}
+
+fn read_ints<B: PixelKernel>(t: Tensor<B, 1, Int>) -> Result<Vec<i64>> {
+    t.into_data().convert::<i64>().to_vec::<i64>().map_err(readback)
+}
+
+fn readback(e: burn::tensor::DataError) -> Error {
+    Error::Engine {
+        engine: "pixel kernel".into(),
+        message: format!("reading back: {e:?}"),
+    }
+}
+
+/// The images and their statistics from what the launch left on the device (three readbacks).
+fn images<B: PixelKernel>(exp: &Experiment, job: &PixelJob, out: Launched<B>, fell_back: bool) -> Result<Vec<Image>> {
+    let d = &exp.detector;
+    let pixels = d.pixels();
+    let data = out
+        .image
+        .into_data()
+        .convert::<f32>()
+        .to_vec::<f32>()
+        .map_err(readback)?;
+    let partials = out
+        .partials
+        .into_data()
+        .convert::<f32>()
+        .to_vec::<f32>()
+        .map_err(readback)?;
+    let first_max = read_ints(out.first_max)?;
+    let per_shot = job.blocks_per_shot;
+    let rows: Vec<&[f32]> = partials.chunks_exact(PARTIAL_WIDTH).collect();
+    // Σω: shot 0's blocks, in order, in f64
+    let omega_sum = rows[..per_shot].iter().map(|r| r[3] as f64).sum();
+    Ok(data
+        .chunks(pixels.max(1))
+        .enumerate()
+        .map(|(s, image)| {
+            let blocks = s * per_shot..(s + 1) * per_shot;
+            Image {
+                fpixels: d.fpixels,
+                spixels: d.spixels,
+                data: image.to_vec(),
+                omega_sum,
+                interpolation_fell_back: fell_back,
+                statistics: Some(statistics(exp, &rows[blocks.clone()], &first_max[blocks])),
+            }
+        })
+        .collect())
+}
+
+/// C's statistics from the blocks of one shot: sums and deviations combined in f64 (Chan's
+/// update of Welford's block sums), the first maximum in C's loop order.
+fn statistics(exp: &Experiment, rows: &[&[f32]], first_max: &[i64]) -> Statistics {
+    let rect = exp.active_pixels().rect();
+    let m = rect.len();
+    let rendered = exp.active_pixels().count();
+    let size = |b: usize| (m - b * job::STAT_BLOCK).min(job::STAT_BLOCK) as f64;
+    let sum: f64 = rows.iter().map(|r| r[0] as f64).sum();
+    let mean = sum / rendered.max(1) as f64;
+    let (mut sumsq, mut deviation) = (0.0, 0.0);
+    let (mut max_i, mut at) = (0.0f64, None);
+    for (b, r) in rows.iter().enumerate() {
+        let n = size(b);
+        if n <= 0.0 {
+            continue;
+        }
+        let block_mean = r[0] as f64 / n;
+        sumsq += r[1] as f64 + n * block_mean * block_mean;
+        deviation += r[1] as f64 + n * (block_mean - mean).powi(2);
+        if (r[2] as f64) > max_i {
+            max_i = r[2] as f64;
+            at = Some(first_max[b] as usize);
+        }
+    }
+    let os = exp.oversample;
+    let sub = exp.detector.pixel_size / os as f64;
+    let last = |p: usize| sub * (p * os + os - 1) as f64 + sub / 2.0;
+    let max_at = at.map_or((0.0, 0.0), |q| {
+        let (row, col) = (q / rect.cols.len(), q % rect.cols.len());
+        (last(rect.cols.start + col), last(rect.rows.start + row))
+    });
+    Statistics {
+        max_i,
+        max_at,
+        mean,
+        rms: (sumsq / (rendered.max(2) - 1) as f64).sqrt(),
+        rmsd: (deviation / (m.max(2) - 1) as f64).sqrt(),
+        rendered,
+    }
+}
