@@ -20,11 +20,12 @@
 //! fresh process (backend start-up, scene upload, first allocations), "warm" the best of the
 //! following ones. C and the `nanobragg` binary are timed as whole processes with the same
 //! flags (`-floatfile` to a temporary directory), interleaved, first run = cold, best of the
-//! rest = warm; `C/ours` divides C's warm process time by ours.
+//! rest = warm; `C/ours` divides C's warm process time by ours. For the wgpu engines a further
+//! child counts the kernel launches of a cold and a warm render from cubecl's profile log
+//! (`CUBECL_DEBUG_OPTION=profile`), the GPU cost one can measure without a GPU.
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
-use burn::tensor::backend::Backend;
 use burn::tensor::DType;
 use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::engine::{Engine, Precision};
@@ -95,6 +96,7 @@ fn run<B: nanobragg::PixelKernel>(
         ..RenderOptions::default()
     });
     let mut times = Vec::new();
+    let mut launches = Vec::new();
     let mut total = 0.0;
     for _ in 0..job.reps {
         let t = Instant::now();
@@ -108,14 +110,74 @@ fn run<B: nanobragg::PixelKernel>(
         };
         times.push(t.elapsed().as_secs_f64());
         total = image.data.iter().map(|&v| v as f64).sum::<f64>();
+        if let Some(log) = std::env::var_os(COUNT_LAUNCHES) {
+            launches.push(kernel_launches(Path::new(&log)));
+        }
     }
+    // launches of each render and their summed kernel times (ms): the log's new lines
+    let mut seen = 0;
+    let (launches, kernel_ms): (Vec<usize>, Vec<f64>) = launches
+        .iter()
+        .map(|all: &Vec<f64>| {
+            let new = &all[seen.min(all.len())..];
+            seen = all.len();
+            (new.len(), new.iter().sum::<f64>() * 1e3)
+        })
+        .unzip();
     Ok(json!({
         "cold_s": times[0],
         "warm_s": best(&times[1..]),
         "times_s": times,
         "peak_mb": peak_rss_mb(),
         "image_sum": total,
+        "launches": launches,
+        "kernel_ms": kernel_ms,
     }))
+}
+
+/// Environment variable naming cubecl's profile log (`CUBECL_DEBUG_LOG`) in a child that counts
+/// kernel launches per render (`CUBECL_DEBUG_OPTION=profile` syncs after every launch, so
+/// those children are not timed).
+const COUNT_LAUNCHES: &str = "NB_COUNT_LAUNCHES";
+
+/// The kernel launches logged so far, as the time each took (s): the profile log's lines
+/// `| <time> | <kernel> | …`.
+fn kernel_launches(log: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("| ")?.split(' ').next().and_then(duration_s))
+        .collect()
+}
+
+/// `746.88565ms`, `12.5µs`, `3ns`, `1.2s` in seconds.
+fn duration_s(t: &str) -> Option<f64> {
+    let (number, scale) = [("ms", 1e-3), ("µs", 1e-6), ("us", 1e-6), ("ns", 1e-9), ("s", 1.0)]
+        .iter()
+        .find_map(|(unit, scale)| t.strip_suffix(unit).map(|n| (n, *scale)))?;
+    number.parse::<f64>().ok().map(|v| v * scale)
+}
+
+/// Kernel launches per render of a wgpu engine, counted in a child of its own with cubecl's
+/// profiler on: `{"launches": [cold, warm], "kernel_ms": [cold, warm]}` (the kernels' own
+/// times as the profiler measured them, synchronised launch by launch).
+fn count_launches(me: &Path, engine: &str, config: &str, size: usize) -> Result<Value, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let log = dir.path().join("launches.log");
+    let out = Command::new(me)
+        .args(["--child", engine, config, &size.to_string(), "fwd", "2", "1"])
+        .env("CUBECL_DEBUG_OPTION", "profile")
+        .env("CUBECL_DEBUG_LOG", &log)
+        .env(COUNT_LAUNCHES, &log)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "counting launches of {engine} {config} {size}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    Ok(json!({"launches": v["launches"], "kernel_ms": v["kernel_ms"]}))
 }
 
 fn best(t: &[f64]) -> Option<f64> {
@@ -315,6 +377,20 @@ fn secs(v: &Value) -> String {
     v.as_f64().map_or("–".into(), |s| format!("{s:.3}"))
 }
 
+/// "cold, warm" launch counts, and the warm render's kernel time, of a row that counted them.
+fn launches_cell(v: &Value) -> String {
+    let list = |key: &str| v[key].as_array().cloned().unwrap_or_default();
+    let counts = list("launches")
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match list("kernel_ms").last().and_then(Value::as_f64) {
+        Some(ms) => format!("{counts} | {ms:.3}"),
+        None => format!("{counts} | "),
+    }
+}
+
 fn mb(v: &Value) -> String {
     v.as_f64().map_or("–".into(), |s| format!("{s:.0}"))
 }
@@ -409,9 +485,13 @@ fn bench(a: &Args) -> Result<(), String> {
                         (Some(c), Some(o)) => json!(c / o),
                         _ => Value::Null,
                     };
+                    let launches = match (e.starts_with("wgpu"), mode.as_str()) {
+                        (true, "fwd") => count_launches(&me, e, config, size)?,
+                        _ => Value::Null,
+                    };
                     let row = json!({"config": config, "size": size, "engine": e, "what": "render",
                         "mode": mode, "cold_s": v["cold_s"], "warm_s": v["warm_s"], "times_s": v["times_s"],
-                        "peak_mb": v["peak_mb"], "c_over_ours": ratio});
+                        "peak_mb": v["peak_mb"], "c_over_ours": ratio, "launches": launches});
                     eprintln!("{row}");
                     rows.push(row);
                 }
@@ -428,11 +508,13 @@ fn bench(a: &Args) -> Result<(), String> {
         "Machine: {machine}; {} worker threads (C: OMP_NUM_THREADS={}); {} runs per case.\n\n",
         a.threads, a.threads, a.reps
     );
-    md.push_str("| config | size | engine | timed | mode | cold s | warm s | peak MB | C/ours (warm) |\n");
-    md.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str(
+        "| config | size | engine | timed | mode | cold s | warm s | peak MB | C/ours (warm) | launches (cold, warm) | kernel ms (warm) |\n",
+    );
+    md.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for r in &rows {
         md.push_str(&format!(
-            "| {} | {}² | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {}² | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r["config"].as_str().unwrap_or(""),
             r["size"],
             r["engine"].as_str().unwrap_or(""),
@@ -442,6 +524,7 @@ fn bench(a: &Args) -> Result<(), String> {
             secs(&r["warm_s"]),
             mb(&r["peak_mb"]),
             r["c_over_ours"].as_f64().map_or("".into(), |x| format!("{x:.2}")),
+            launches_cell(&r["launches"]),
         ));
     }
     let md_path = a.out.join("bench.md");

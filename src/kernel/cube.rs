@@ -22,13 +22,10 @@ where
     BT: BoolElement,
 {
     fn has_pixel_kernel() -> bool {
-        F::dtype() == DType::F32 && I::dtype() == DType::I32
+        true
     }
 
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
-        if !Self::has_pixel_kernel() {
-            return None;
-        }
         let KernelInputs {
             params,
             counts,
@@ -58,6 +55,13 @@ fn empty<R: CubeRuntime>(like: &CubeTensor<R>, dims: Vec<usize>, dtype: DType) -
 /// [`KernelOutputs`]' order.
 fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [CubeTensor<R>; 4] {
     let [params, counts, sources, orientations, scales, hkl, mask] = inputs;
+    assert!(
+        [&params, &sources, &orientations, &scales, &hkl, &mask]
+            .iter()
+            .all(|t| t.dtype == DType::F32)
+            && counts.dtype == DType::I32,
+        "the pixel kernel reads f32 and i32 inputs"
+    );
     let client = params.client.clone();
     let pixels = shape.spixels * shape.fpixels;
     let image = empty(&params, vec![shape.shots, shape.spixels, shape.fpixels], DType::F32);

@@ -33,7 +33,7 @@ use crate::output::Statistics;
 use crate::scene::Scene;
 use crate::setup::Experiment;
 use crate::simulate::Image;
-use burn::tensor::{Int, Tensor, TensorData, TensorPrimitive};
+use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
 use layout::PARTIAL_WIDTH;
 
 /// Render `exp` with the orientations and fluences of `scene` (one shot or a batch, see
@@ -60,15 +60,16 @@ pub fn render<B: PixelKernel>(exp: &Experiment, scene: &Scene, device: &B::Devic
 
 /// One launch: the job's arrays uploaded, the kernel's outputs as tensors.
 fn launch<B: PixelKernel>(job: &PixelJob, exp: &Experiment, device: &B::Device) -> Launched<B> {
+    // f32 and i32 whatever the device's default dtypes (an embedding program may have set i64)
     let float = |v: &[f32]| {
-        Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), device)
+        Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), (device, DType::F32))
             .into_primitive()
             .tensor()
     };
+    let counts = TensorData::new(job.counts.clone(), [job.counts.len()]);
     let inputs = KernelInputs::<B> {
         params: float(&job.params),
-        counts: Tensor::<B, 1, Int>::from_data(TensorData::new(job.counts.clone(), [job.counts.len()]), device)
-            .into_primitive(),
+        counts: Tensor::<B, 1, Int>::from_data(counts, (device, DType::I32)).into_primitive(),
         sources: float(&job.sources),
         orientations: float(&job.orientations),
         scales: float(&job.scales),
@@ -117,32 +118,27 @@ fn readback(e: burn::tensor::DataError) -> Error {
 fn images<B: PixelKernel>(exp: &Experiment, job: &PixelJob, out: Launched<B>, fell_back: bool) -> Result<Vec<Image>> {
     let d = &exp.detector;
     let pixels = d.pixels();
-    let data = out
-        .image
-        .into_data()
-        .convert::<f32>()
-        .to_vec::<f32>()
-        .map_err(readback)?;
-    let partials = out
-        .partials
-        .into_data()
-        .convert::<f32>()
-        .to_vec::<f32>()
-        .map_err(readback)?;
+    // the image is f32 by construction: taken as it is, without a conversion or a copy
+    let data = out.image.into_data().into_vec::<f32>().map_err(readback)?;
+    let partials = out.partials.into_data().into_vec::<f32>().map_err(readback)?;
     let first_max = read_ints(out.first_max)?;
     let per_shot = job.blocks_per_shot;
     let rows: Vec<&[f32]> = partials.chunks_exact(PARTIAL_WIDTH).collect();
     // Σω: shot 0's blocks, in order, in f64
     let omega_sum = rows[..per_shot].iter().map(|r| r[3] as f64).sum();
-    Ok(data
-        .chunks(pixels.max(1))
+    let shot_data: Vec<Vec<f32>> = match job.shots {
+        1 => vec![data],
+        _ => data.chunks(pixels.max(1)).map(<[f32]>::to_vec).collect(),
+    };
+    Ok(shot_data
+        .into_iter()
         .enumerate()
-        .map(|(s, image)| {
+        .map(|(s, data)| {
             let blocks = s * per_shot..(s + 1) * per_shot;
             Image {
                 fpixels: d.fpixels,
                 spixels: d.spixels,
-                data: image.to_vec(),
+                data,
                 omega_sum,
                 interpolation_fell_back: fell_back,
                 statistics: Some(statistics(exp, &rows[blocks.clone()], &first_max[blocks])),

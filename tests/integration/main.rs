@@ -19,6 +19,7 @@ mod embedding_f32;
 mod geometry;
 mod gradcheck;
 mod gradients;
+mod kernel;
 mod nexus;
 mod outputs;
 mod panels;
