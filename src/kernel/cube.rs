@@ -76,32 +76,40 @@ fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [Cu
         DType::I32,
     );
     let dim = CubeDim::new_1d(WORKGROUP);
-    let invocations = shape.shots * pixels;
-    render_pixels::launch::<R>(
-        &client,
-        calculate_cube_count_elemwise(&client, invocations, dim),
-        dim,
-        params.into_array_arg(),
-        counts.clone().into_array_arg(),
-        sources.into_array_arg(),
-        orientations.into_array_arg(),
-        scales.into_array_arg(),
-        hkl.into_array_arg(),
-        mask.into_array_arg(),
-        image.clone().into_array_arg(),
-        omega.clone().into_array_arg(),
-        first_out_of_range.clone().into_array_arg(),
-        shape.switches,
-    );
-    image_statistics::launch::<R>(
-        &client,
-        calculate_cube_count_elemwise(&client, shape.blocks, dim),
-        dim,
-        image.clone().into_array_arg(),
-        omega.into_array_arg(),
-        counts.into_array_arg(),
-        partials.clone().into_array_arg(),
-        first_max.clone().into_array_arg(),
-    );
+    // SAFETY: every index the kernels form lies inside its array: invocations past the
+    // outputs' lengths return at once, structure-factor indices are clamped into the grid, mask
+    // indices are ROI positions, and every other array has the length `super::layout` gives it
+    unsafe {
+        render_pixels::launch_unchecked::<R>(
+            &client,
+            CubeCount::Static(
+                shape.fpixels.div_ceil(WORKGROUP as usize) as u32,
+                shape.spixels as u32,
+                shape.shots as u32,
+            ),
+            dim,
+            params.into_array_arg(),
+            counts.clone().into_array_arg(),
+            sources.into_array_arg(),
+            orientations.into_array_arg(),
+            scales.into_array_arg(),
+            hkl.into_array_arg(),
+            mask.into_array_arg(),
+            image.clone().into_array_arg(),
+            omega.clone().into_array_arg(),
+            first_out_of_range.clone().into_array_arg(),
+            shape.switches,
+        );
+        image_statistics::launch_unchecked::<R>(
+            &client,
+            calculate_cube_count_elemwise(&client, shape.blocks, dim),
+            dim,
+            image.clone().into_array_arg(),
+            omega.into_array_arg(),
+            counts.into_array_arg(),
+            partials.clone().into_array_arg(),
+            first_max.clone().into_array_arg(),
+        );
+    }
     [image, partials, first_max, first_out_of_range]
 }

@@ -44,7 +44,12 @@ use layout::PARTIAL_WIDTH;
 /// grid; if there is one, a second launch renders every later pixel with nearest neighbour, as
 /// C switches for good at that point.
 pub fn render<B: PixelKernel>(exp: &Experiment, scene: &Scene, device: &B::Device) -> Result<Option<Vec<Image>>> {
-    if !B::has_pixel_kernel() {
+    let d = &exp.detector;
+    // one workgroup count per grid axis is at most 65535 (WebGPU's limit)
+    let fits = [d.fpixels.div_ceil(64), d.spixels, scene.shots]
+        .iter()
+        .all(|&n| n <= 65535);
+    if !B::has_pixel_kernel() || !fits {
         return Ok(None);
     }
     let mut job = PixelJob::new(exp, scene);

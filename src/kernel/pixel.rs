@@ -318,7 +318,7 @@ fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f3
     f
 }
 
-/// One invocation per (shot, image pixel): the pixel's photons into `image[shot·P + pixel]`
+/// One invocation per (shot, image pixel), on a grid x = fast, y = slow, z = shot: the pixel's photons into `image[shot·P + pixel]`
 /// (0 outside the ROI and where masked) and, for shot 0, its part of Σω into `omega[pixel]`
 /// (sr). With tricubic structure factors, the image index of the first pixel that met an
 /// out-of-range point goes into `first_out_of_range[0]` (an atomic minimum).
@@ -327,7 +327,7 @@ fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f3
 /// [shots·S·Φ·M·12], `scales` [shots] (r_e²·fluence/steps, m²... C's units), `hkl` [grid],
 /// `mask` [ROI positions].
 #[allow(clippy::too_many_arguments)]
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn render_pixels(
     params: &Array<f32>,
     counts: &Array<i32>,
@@ -341,16 +341,20 @@ pub fn render_pixels(
     first_out_of_range: &mut Array<Atomic<i32>>,
     #[comptime] sw: Switches,
 ) {
+    // x along fast, y along slow, z the shot: no integer division per invocation (it is a
+    // scalar loop on SIMD drivers such as llvmpipe)
     let fpixels = counts[FPIXELS] as usize;
     let pixels = fpixels * counts[SPIXELS] as usize;
-    let at = ABSOLUTE_POS;
-    if at >= image.len() {
+    let fast_at = ABSOLUTE_POS_X as usize;
+    let slow_at = ABSOLUTE_POS_Y as usize;
+    let shot = ABSOLUTE_POS_Z as usize;
+    let pixel = slow_at * fpixels + fast_at;
+    let at = shot * pixels + pixel;
+    if fast_at >= fpixels || at >= image.len() {
         terminate!();
     }
-    let shot = at / pixels;
-    let pixel = at % pixels;
-    let slow = (pixel / fpixels) as i32;
-    let fast = (pixel % fpixels) as i32;
+    let slow = slow_at as i32;
+    let fast = fast_at as i32;
     let mut rendered = slow >= counts[ROW0] && slow < counts[ROW1] && fast >= counts[COL0] && fast < counts[COL1];
     if sw.masked && rendered {
         let width = counts[COL1] - counts[COL0];
@@ -531,7 +535,7 @@ fn pixel_photons(
 /// (Σv, Σ(v − block mean)² by Welford's update, the block's maximum, Σω), `first_max[b]` =
 /// the ROI position of the block's first maximum (C's running maximum moves only on a larger
 /// value). One invocation per block; blocks of shot s follow those of shot s − 1.
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn image_statistics(
     image: &Array<f32>,
     omega: &Array<f32>,

@@ -180,7 +180,10 @@ fn tricubic_fall_back_switches_at_cs_pixel() {
     assert_matches_cpu("tricubic fall-back", &exp, 0.9999).unwrap();
     let (kernel, _) = kernel_and_stages(&exp, FUSED);
     let reference = CPU.render(&exp, &RenderOptions::default()).unwrap();
-    assert!(reference.interpolation_fell_back, "the case is meant to fall back part-way");
+    assert!(
+        reference.interpolation_fell_back,
+        "the case is meant to fall back part-way"
+    );
     // interpolated and nearest-neighbour pixels differ by far more than f32 rounding: a switch
     // at another pixel would show here
     let worst = relative_max_difference(&kernel.data, &reference.data);
