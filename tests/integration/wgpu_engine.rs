@@ -8,7 +8,6 @@
 use crate::common;
 use common::setup;
 
-use burn::tensor::backend::Backend;
 use nanobragg::config::SimConfig;
 use nanobragg::engine::{BackendTask, Engine, Precision};
 use nanobragg::params::Params;
