@@ -193,7 +193,7 @@ fn lattice_factor(
         let dk = fractional(k) * nb;
         let dl = fractional(l) * nc;
         let r2 = dh * dh + dk * dk + dl * dl;
-        f = sinc3((r2 * params[FUDGE]).sqrt()) * volume * 0.723_601_25;
+        f = sinc3((r2 * params[FUDGE]).sqrt()) * volume * 0.723_601_2;
     } else {
         let dh = fractional(h);
         let dk = fractional(k);

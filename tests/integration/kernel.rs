@@ -131,7 +131,8 @@ fn assert_matches_cpu(name: &str, exp: &Experiment, corr_min: f64) -> Result<(),
     let blank = reference.data.iter().all(|&v| v == 0.0);
     if !finite
         || blank
-        || !(corr >= corr_min)
+        || corr.is_nan()
+        || corr < corr_min
         || (ratio - 1.0).abs() > 1e-2
         || (omega - 1.0).abs() > 1e-5
         || kernel.interpolation_fell_back != reference.interpolation_fell_back
