@@ -140,24 +140,39 @@ impl Statistics {
                 engine: "statistics".into(),
                 message: format!("reading back the maximum's position: {e:?}"),
             })?[0] as usize;
+        // C's running maximum starts at 0 and moves only on a larger value
+        let first_max = (max > 0.0).then_some((max, first));
+        Ok(Self::from_sums(exp, sum, sumsq, deviation, first_max))
+    }
+
+    /// The statistics from sums over the ROI, in f64: Σv, Σv², Σ(v − mean)², and the largest
+    /// value with the ROI position (row by row) of its first occurrence (`None` when no value
+    /// is positive: C's running maximum starts at 0).
+    pub(crate) fn from_sums(
+        exp: &Experiment,
+        sum: f64,
+        sumsq: f64,
+        deviation: f64,
+        first_max: Option<(f64, usize)>,
+    ) -> Self {
+        let active = exp.active_pixels();
+        let rect = active.rect();
+        let (m, rendered) = (rect.len(), active.count());
         let os = exp.oversample;
         let sub = exp.detector.pixel_size / os as f64;
         let last = |p: usize| sub * (p * os + os - 1) as f64 + sub / 2.0;
-        // C's running maximum starts at 0 and moves only on a larger value
-        let (max_i, max_at) = if max > 0.0 {
-            let (row, col) = (first / rect.cols.len(), first % rect.cols.len());
+        let (max_i, max_at) = first_max.map_or((0.0, (0.0, 0.0)), |(max, q)| {
+            let (row, col) = (q / rect.cols.len(), q % rect.cols.len());
             (max, (last(rect.cols.start + col), last(rect.rows.start + row)))
-        } else {
-            (0.0, (0.0, 0.0))
-        };
-        Ok(Self {
+        });
+        Self {
             max_i,
             max_at,
-            mean,
+            mean: sum / rendered.max(1) as f64,
             rms: (sumsq / (rendered.max(2) - 1) as f64).sqrt(),
             rmsd: (deviation / (m.max(2) - 1) as f64).sqrt(),
             rendered,
-        })
+        }
     }
 }
 

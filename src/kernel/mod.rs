@@ -155,8 +155,7 @@ fn images<B: PixelKernel>(exp: &Experiment, job: &PixelJob, out: Launched<B>, fe
 /// C's statistics from the blocks of one shot: sums and deviations combined in f64 (Chan's
 /// update of Welford's block sums), the first maximum in C's loop order.
 fn statistics(exp: &Experiment, rows: &[&[f32]], first_max: &[i64]) -> Statistics {
-    let rect = exp.active_pixels().rect();
-    let m = rect.len();
+    let m = exp.active_pixels().rect().len();
     let rendered = exp.active_pixels().count();
     let size = |b: usize| (m - b * job::STAT_BLOCK).min(job::STAT_BLOCK) as f64;
     let sum: f64 = rows.iter().map(|r| r[0] as f64).sum();
@@ -176,19 +175,5 @@ fn statistics(exp: &Experiment, rows: &[&[f32]], first_max: &[i64]) -> Statistic
             at = Some(first_max[b] as usize);
         }
     }
-    let os = exp.oversample;
-    let sub = exp.detector.pixel_size / os as f64;
-    let last = |p: usize| sub * (p * os + os - 1) as f64 + sub / 2.0;
-    let max_at = at.map_or((0.0, 0.0), |q| {
-        let (row, col) = (q / rect.cols.len(), q % rect.cols.len());
-        (last(rect.cols.start + col), last(rect.rows.start + row))
-    });
-    Statistics {
-        max_i,
-        max_at,
-        mean,
-        rms: (sumsq / (rendered.max(2) - 1) as f64).sqrt(),
-        rmsd: (deviation / (m.max(2) - 1) as f64).sqrt(),
-        rendered,
-    }
+    Statistics::from_sums(exp, sum, sumsq, deviation, at.map(|q| (max_i, q)))
 }
