@@ -163,21 +163,24 @@ fn duration_s(t: &str) -> Option<f64> {
 fn count_launches(me: &Path, engine: &str, config: &str, size: usize) -> Result<Value, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let log = dir.path().join("launches.log");
-    let out = Command::new(me)
-        .args(["--child", engine, config, &size.to_string(), "fwd", "2", "1"])
-        .env("CUBECL_DEBUG_OPTION", "profile")
-        .env("CUBECL_DEBUG_LOG", &log)
-        .env(COUNT_LAUNCHES, &log)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!(
-            "counting launches of {engine} {config} {size}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    let v = child_case(
+        Command::new(me)
+            .args(["--child", engine, config, &size.to_string(), "fwd", "2", "1"])
+            .env("CUBECL_DEBUG_OPTION", "profile")
+            .env("CUBECL_DEBUG_LOG", &log)
+            .env(COUNT_LAUNCHES, &log),
+        &format!("counting launches of {engine} {config} {size}"),
+    )?;
     Ok(json!({"launches": v["launches"], "kernel_ms": v["kernel_ms"]}))
+}
+
+/// Run a `--child` case and read the JSON it prints; `what` names it in errors.
+fn child_case(cmd: &mut Command, what: &str) -> Result<Value, String> {
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("{what} failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
 }
 
 fn best(t: &[f64]) -> Option<f64> {
@@ -469,18 +472,12 @@ fn bench(a: &Args) -> Result<(), String> {
                     if mode == "fwdbwd" && size > a.grad_sizes {
                         continue;
                     }
-                    let out = Command::new(&me)
-                        .args(["--child", e, config, &size.to_string(), mode])
-                        .args([a.reps.to_string(), a.threads.to_string()])
-                        .output()
-                        .map_err(|err| err.to_string())?;
-                    if !out.status.success() {
-                        return Err(format!(
-                            "case {e} {config} {size} {mode} failed: {}",
-                            String::from_utf8_lossy(&out.stderr)
-                        ));
-                    }
-                    let v: Value = serde_json::from_slice(&out.stdout).map_err(|err| err.to_string())?;
+                    let v = child_case(
+                        Command::new(&me)
+                            .args(["--child", e, config, &size.to_string(), mode])
+                            .args([a.reps.to_string(), a.threads.to_string()]),
+                        &format!("case {e} {config} {size} {mode}"),
+                    )?;
                     let ratio = match (c_warm, v["warm_s"].as_f64()) {
                         (Some(c), Some(o)) => json!(c / o),
                         _ => Value::Null,

@@ -29,6 +29,25 @@ pub struct KernelInputs<B: Backend> {
     pub mask: FloatTensor<B>,
 }
 
+impl<B, T> KernelInputs<B>
+where
+    B: Backend<FloatTensorPrimitive = T, IntTensorPrimitive = T>,
+{
+    /// The inputs in declaration order, on a backend whose float and int tensors are one type
+    /// (the cube and fusion backends).
+    pub fn into_array(self) -> [T; 7] {
+        [
+            self.params,
+            self.counts,
+            self.sources,
+            self.orientations,
+            self.scales,
+            self.hkl,
+            self.mask,
+        ]
+    }
+}
+
 /// What one render leaves on the device: `image` `[shots, spixels, fpixels]` (photons),
 /// `partials` `[blocks, 4]` and `first_max` `[blocks]` (see
 /// [`super::pixel::image_statistics`]), `first_out_of_range` `[1]` (i32::MAX when tricubic
@@ -38,6 +57,21 @@ pub struct KernelOutputs<B: Backend> {
     pub partials: FloatTensor<B>,
     pub first_max: IntTensor<B>,
     pub first_out_of_range: IntTensor<B>,
+}
+
+impl<B, T> KernelOutputs<B>
+where
+    B: Backend<FloatTensorPrimitive = T, IntTensorPrimitive = T>,
+{
+    /// The outputs from an array in declaration order (see [`KernelInputs::into_array`]).
+    pub fn from_array([image, partials, first_max, first_out_of_range]: [T; 4]) -> Self {
+        Self {
+            image,
+            partials,
+            first_max,
+            first_out_of_range,
+        }
+    }
 }
 
 /// The sizes and switches of one launch.

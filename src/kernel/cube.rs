@@ -2,7 +2,7 @@
 //! backend's own compute client.
 
 use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
-use super::layout::PARTIAL_WIDTH;
+use super::layout::{PARTIAL_WIDTH, WORKGROUP};
 use super::pixel::{image_statistics, render_pixels};
 use burn::tensor::DType;
 use burn_cubecl::ops::numeric::empty_device_dtype;
@@ -10,9 +10,6 @@ use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 use cubecl::calculate_cube_count_elemwise;
 use cubecl::prelude::*;
-
-/// Invocations per workgroup.
-const WORKGROUP: u32 = 64;
 
 impl<R, F, I, BT> PixelKernel for CubeBackend<R, F, I, BT>
 where
@@ -26,23 +23,7 @@ where
     }
 
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
-        let KernelInputs {
-            params,
-            counts,
-            sources,
-            orientations,
-            scales,
-            hkl,
-            mask,
-        } = inputs;
-        let [image, partials, first_max, first_out_of_range] =
-            launch([params, counts, sources, orientations, scales, hkl, mask], shape);
-        Some(KernelOutputs {
-            image,
-            partials,
-            first_max,
-            first_out_of_range,
-        })
+        Some(KernelOutputs::from_array(launch(inputs.into_array(), shape)))
     }
 }
 
@@ -75,7 +56,7 @@ fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [Cu
         client.create_from_slice(&i32::MAX.to_ne_bytes()),
         DType::I32,
     );
-    let dim = CubeDim::new_1d(WORKGROUP);
+    let dim = CubeDim::new_1d(WORKGROUP as u32);
     // SAFETY: every index the kernels form lies inside its array: invocations past the
     // outputs' lengths return at once, structure-factor indices are clamped into the grid, mask
     // indices are ROI positions, and every other array has the length `super::layout` gives it
@@ -83,7 +64,7 @@ fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [Cu
         render_pixels::launch_unchecked::<R>(
             &client,
             CubeCount::Static(
-                shape.fpixels.div_ceil(WORKGROUP as usize) as u32,
+                shape.fpixels.div_ceil(WORKGROUP) as u32,
                 shape.spixels as u32,
                 shape.shots as u32,
             ),

@@ -50,17 +50,9 @@ impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
         if !B::has_pixel_kernel() {
             return None;
         }
-        let KernelInputs {
-            params,
-            counts,
-            sources,
-            orientations,
-            scales,
-            hkl,
-            mask,
-        } = inputs;
-        let client = params.client.clone();
-        let streams = OperationStreams::with_inputs([&params, &counts, &sources, &orientations, &scales, &hkl, &mask]);
+        let inputs = inputs.into_array();
+        let client = inputs[0].client.clone();
+        let streams = OperationStreams::with_inputs(&inputs);
         let uninit =
             |dims: Vec<usize>, dtype: DType| TensorIr::uninit(client.create_empty_handle(), Shape::from(dims), dtype);
         let outputs = [
@@ -69,22 +61,17 @@ impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
             uninit(vec![shape.blocks], DType::I32),
             uninit(vec![1], DType::I32),
         ];
-        let inputs = [params, counts, sources, orientations, scales, hkl, mask].map(|t| t.into_ir());
+        let inputs = inputs.map(|t| t.into_ir());
         let desc = CustomOpIr::new("nanobragg_render_pixels", &inputs, &outputs);
         let op = RenderPixels::<B> {
             desc: desc.clone(),
             shape,
             _backend: PhantomData,
         };
-        let [image, partials, first_max, first_out_of_range]: [_; 4] = client
+        let outputs: [_; 4] = client
             .register(streams, OperationIr::Custom(desc), op)
             .try_into()
             .expect("four outputs");
-        Some(KernelOutputs {
-            image,
-            partials,
-            first_max,
-            first_out_of_range,
-        })
+        Some(KernelOutputs::from_array(outputs))
     }
 }

@@ -1,6 +1,9 @@
 //! Where the kernel finds its inputs: indices into the flat arrays the host packs
 //! ([`super::job::PixelJob`]) and the kernel reads. One list, used on both sides.
 
+/// Invocations per workgroup, along the fast axis.
+pub const WORKGROUP: usize = 64;
+
 /// `params` (f32): lab vectors (m), lengths (m), factors.
 pub const PIX0: usize = 0;
 pub const FDET: usize = 3;

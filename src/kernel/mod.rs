@@ -46,7 +46,7 @@ use layout::PARTIAL_WIDTH;
 pub fn render<B: PixelKernel>(exp: &Experiment, scene: &Scene, device: &B::Device) -> Result<Option<Vec<Image>>> {
     let d = &exp.detector;
     // one workgroup count per grid axis is at most 65535 (WebGPU's limit)
-    let fits = [d.fpixels.div_ceil(64), d.spixels, scene.shots]
+    let fits = [d.fpixels.div_ceil(layout::WORKGROUP), d.spixels, scene.shots]
         .iter()
         .all(|&n| n <= 65535);
     if !B::has_pixel_kernel() || !fits {
@@ -54,7 +54,13 @@ pub fn render<B: PixelKernel>(exp: &Experiment, scene: &Scene, device: &B::Devic
     }
     let mut job = PixelJob::new(exp, scene);
     let mut out = launch::<B>(&job, exp, device);
-    let first = read_ints(out.first_out_of_range.clone())?[0];
+    // only tricubic interpolation can leave the grid: other renders skip this readback (a
+    // synchronisation with the device)
+    let first = if job.switches.tricubic {
+        read_ints(out.first_out_of_range.clone())?[0]
+    } else {
+        i64::from(i32::MAX)
+    };
     let fell_back = first != i64::from(i32::MAX);
     if fell_back {
         job.switch_to_nearest_after(first as i32);
