@@ -15,7 +15,7 @@ use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
-use nanobragg::Simulator;
+use nanobragg::{PixelKernel, Simulator};
 
 /// True values, and where the network starts (its output is 0 at first).
 const TRUE_A: f64 = 101.0; // Å
@@ -56,7 +56,11 @@ impl<B: Backend> Predictor<B> {
     }
 }
 
-fn train<B: AutodiffBackend>(device: &B::Device, label: &str) -> nanobragg::Result<()> {
+fn train<B>(device: &B::Device, label: &str) -> nanobragg::Result<()>
+where
+    B: AutodiffBackend + PixelKernel,
+    B::InnerBackend: PixelKernel,
+{
     let args = |a, d| flags(a, d);
     let target_args = args(TRUE_A, TRUE_DISTANCE);
     let target_args: Vec<&str> = target_args.iter().map(String::as_str).collect();

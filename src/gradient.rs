@@ -20,7 +20,7 @@ use crate::config::SimConfig;
 use crate::drive::{drive, Chunk, InOrder, Rendered, Workers};
 use crate::error::{Error, Result};
 use crate::params::Params;
-use crate::scene::{tensor2, to_host, to_host_shared, Scene};
+use crate::scene::{tensor2, to_host, to_host_shared, Scene, SceneTensors};
 use crate::setup::Experiment;
 use crate::simulate::{chunk_intensity, gradient_spans, Image, RenderOptions};
 use burn::tensor::backend::AutodiffBackend;
@@ -82,25 +82,58 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     device: &B::Device,
 ) -> Result<Vjp> {
     crate::workers::tune_process();
-    let scene = Scene::new(exp);
-    let (spans, block) = gradient_spans(exp, &scene, opts);
-    let active = exp.active_pixels();
-    let rect = spans.rect.clone();
-
     // 1. the scene as a graph over the parameters, and its values as untracked tensors
     let scene_graph = params.scene(cfg, exp, device);
     let z = scene_graph.variables();
     let values = z.iter().map(|t| t.clone().detach()).collect::<Vec<_>>();
-    let base = scene_graph.with_variables(values.clone());
+    let base = scene_graph.with_variables(values);
 
-    // 2. spans on worker threads, each differentiated with respect to leaves of its own
+    // 2. ∂/∂z, span by span
+    let part = scene_vjp(exp, &Scene::new(exp), &base, weigh, opts, device)?;
+
+    // 3. Σ_z g_z·z(θ) differentiated over the scene graph
+    let gradients = scene_to_params(params, z, part.scene_grad, device)?;
+    Ok(Vjp {
+        image: part.image,
+        loss: part.loss,
+        gradients,
+    })
+}
+
+/// The result of [`scene_vjp`].
+#[derive(Debug, Clone)]
+pub struct SceneVjp {
+    pub image: Image,
+    /// Σ of the chunks' loss contributions.
+    pub loss: f64,
+    /// Σ_p w_p·∂I_p/∂z for each of the scene's [`SceneTensors::variables`] z, in their order.
+    pub scene_grad: Vec<Vec<f64>>,
+}
+
+/// The image of the untracked scene `base` (`host` its host layout: counts and chunking), and
+/// Σ_p w_p·∂I_p/∂z for each of its [`SceneTensors::variables`] z, with the weights `weigh`
+/// returns per chunk: spans on worker threads, each differentiated with respect to leaves of
+/// its own holding z's values, the sums taken in span order.
+pub fn scene_vjp<B: AutodiffBackend>(
+    exp: &Experiment,
+    host: &Scene,
+    base: &SceneTensors<B>,
+    weigh: &ChunkWeights<'_>,
+    opts: &RenderOptions,
+    device: &B::Device,
+) -> Result<SceneVjp> {
+    let scene = host;
+    let values = base.variables();
+    let (spans, block) = gradient_spans(exp, scene, opts);
+    let active = exp.active_pixels();
+    let rect = spans.rect.clone();
     let work = |_: &mut (), chunk: Chunk| -> Result<Rendered<SpanGradient>> {
         let span = chunk.span;
         // detach() gives each leaf a node of its own: leaves sharing a node id would merge the
         // threads' graphs in burn's autodiff (and deadlock its locks)
         let leaves: Vec<Tensor<B, 1>> = values.iter().map(|t| t.clone().detach().require_grad()).collect();
         let st = base.clone().with_variables(leaves.clone());
-        let out = chunk_intensity(exp, &scene, &st, span, chunk.tricubic, block, device);
+        let out = chunk_intensity(exp, scene, &st, span, chunk.tricubic, block, device);
         let intensity = to_host_shared(out.intensity.clone())?;
         // the weights of the rendered pixels; 0 for masked positions
         let is_rendered: Vec<bool> = span.positions().map(|k| active.contains(rect.index(k))).collect();
@@ -172,10 +205,11 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     )?;
     image.interpolation_fell_back = fell_back;
     image.omega_sum = omega_sum;
-
-    // 3. Σ_z g_z·z(θ) differentiated over the scene graph
-    let gradients = scene_to_params(params, z, scene_grad, device)?;
-    Ok(Vjp { image, loss, gradients })
+    Ok(SceneVjp {
+        image,
+        loss,
+        scene_grad,
+    })
 }
 
 /// One span's share: its values (per ROI position), Σω, loss and ∂/∂z.

@@ -27,6 +27,7 @@ use crate::cli::{parse_args, Parsed};
 use crate::config::SimConfig;
 use crate::drive::{drive_here, Rendered};
 use crate::error::{Error, Result};
+use crate::kernel::PixelKernel;
 use crate::output::Statistics;
 use crate::params::Params;
 use crate::scene::{Scene, SceneTensors};
@@ -60,7 +61,7 @@ pub struct Simulator<B: Backend> {
     setup: Arc<Setup>,
 }
 
-impl<B: Backend> Simulator<B> {
+impl<B: PixelKernel> Simulator<B> {
     /// A simulator from the C program's flags (same flags, units and defaults as the
     /// `nanobragg` binary; output flags are accepted and ignored). Structure factors are read
     /// as the binary reads them (`-hkl`, else `Fdump.bin`, else `-default_F`), but no file is
@@ -80,6 +81,8 @@ impl<B: Backend> Simulator<B> {
         let options = RenderOptions {
             max_chunk_elements: Some(FORWARD_CHUNK_ELEMENTS),
             threads: 1,
+            // the kernel where the backend has one (see `Simulator::forward_with`)
+            pixel_kernel: true,
             ..RenderOptions::default()
         };
         Ok(Self {
@@ -126,12 +129,23 @@ impl<B: Backend> Simulator<B> {
 
     /// The image at `params`, tensors the caller may have computed (e.g. with
     /// [`Params::replace`]); gradients flow back into them.
+    ///
+    /// Where the backend has the one-kernel render ([`PixelKernel`]: the wgpu backends, and
+    /// autodiff over them) and `options.pixel_kernel` is on (the default), the image is the
+    /// kernel's and its backward pass recomputes through the tensor stages; otherwise the
+    /// tensor stages render, span by span, on the caller's graph. A readback of the scene's
+    /// values that fails falls back to the tensor stages.
     pub fn forward_with(&self, params: &Params<B>) -> Tensor<B, 2> {
         let Setup { cfg, exp, options } = &*self.setup;
         let device = params.cell.val().device();
         let host = Scene::new(exp);
         // the constants from the one host scene (Params::scene would lay it out again)
         let scene = params.scene_with(cfg, exp, &SceneTensors::new(&host, exp, &device), &device);
+        if options.pixel_kernel {
+            if let Ok(Some(image)) = B::render_scene(&self.setup, &host, &scene) {
+                return image;
+            }
+        }
         let (spans, block) = spans(exp, &host, options, 8);
         // one span after another on the caller's thread, each left on the device and on the
         // caller's graph; C's interpolation rule as everywhere (crate::drive)

@@ -10,7 +10,7 @@ use nanobragg::io::hkl::HklGrid;
 use nanobragg::io::{
     cbf::write_cbf,
     fdump::write_fdump,
-    nexus::write_nexus_image,
+    nexus::{write_nexus_image, write_nexus_panels},
     npy::{write_npy_f32, write_npy_f32_parts},
     pgm::write_pgm,
     png::write_png_preview,
@@ -138,11 +138,15 @@ fn run_panels(
 ) -> Result<()> {
     let out = &cfg.output;
     let refuse = |flag: &str| Err(Error::flag(flag, "not yet written for a detector of several panels"));
-    if out.nexusfile.is_some() {
-        return refuse("-nexusfile");
-    }
     if out.trace_pixel.is_some() {
         return refuse("-trace_pixel");
+    }
+    let sizes = |p: &nanobragg::panels::Panel| (p.fpixels, p.spixels);
+    if out.nexusfile.is_some() && layout.panels.iter().any(|p| sizes(p) != sizes(&layout.panels[0])) {
+        return Err(Error::flag(
+            "-nexusfile",
+            "stacks the panels' images [panels, slow, fast]: every panel needs the same size",
+        ));
     }
     if out.printout || out.printout_pixel.is_some() {
         return refuse("-printout");
@@ -205,7 +209,43 @@ fn run_panels(
         let per_panel = panel_outputs(cfg, name, scale, seed.wrapping_add(k as i64));
         write_outputs(&per_panel, exp, image, false, con)?;
     }
+    if let Some(nexus) = &out.nexusfile {
+        write_panels_nexus(nexus, cfg, &rendered, scale, seed)?;
+        writeln!(
+            con,
+            "writing {} as NeXus NXmx, one module per panel (4-byte integers and floats)",
+            nexus.display()
+        )?;
+    }
     Ok(())
+}
+
+/// `-nexusfile` of a multi-panel run: one NXdetector_module per panel, the stacks
+/// `[1, panels, slow, fast]`. The counts are each panel's noise image when noise is on (drawn
+/// again from the panel's seed: the very counts of its `-noisefile`), else its `-intfile`
+/// counts with the detector's scale.
+fn write_panels_nexus(
+    path: &std::path::Path,
+    cfg: &SimConfig,
+    rendered: &[(Experiment, Image)],
+    scale: f64,
+    seed: i64,
+) -> Result<()> {
+    let out = &cfg.output;
+    let counts: Vec<Vec<i32>> = rendered
+        .iter()
+        .enumerate()
+        .map(|(k, (exp, image))| match out.noisefile {
+            Some(_) => NoisePixels::new(exp, image, seed.wrapping_add(k as i64), out.adc).collect(),
+            None => int_counts(exp, image, scale, out.adc).collect(),
+        })
+        .collect();
+    let panels: Vec<(&Experiment, &[i32], &[f32])> = rendered
+        .iter()
+        .zip(&counts)
+        .map(|((exp, image), c)| (exp, c.as_slice(), image.data.as_slice()))
+        .collect();
+    write_nexus_panels(path, &panels)
 }
 
 /// `-derivative NAME FILE` for one panel: ∂pixel/∂NAME with NAME the panel's own parameter
@@ -328,6 +368,8 @@ fn panel_outputs(cfg: &SimConfig, panel: &str, scale: f64, seed: i64) -> SimConf
     c.output.cbffile = rename(&out.cbffile);
     c.output.cbf_noisefile = rename(&out.cbf_noisefile);
     c.output.npyfile = None;
+    // one NeXus file holds every panel (`write_panels_nexus`)
+    c.output.nexusfile = None;
     c.output.scale = Some(scale);
     c.output.seed = Some(seed);
     c

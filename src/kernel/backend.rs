@@ -5,16 +5,24 @@
 //!   [`super::pixel::image_statistics`] ([`super::cube`]).
 //! * `Fusion<B>`: registers the two launches as one `CustomOpIr` in burn-fusion's stream, run
 //!   by `B`'s implementation ([`super::fusion`]).
-//! * burn-ndarray and `Autodiff<B>`: no kernel; the tensor stages render (the reference, and the
-//!   path gradients take).
+//! * burn-ndarray: no kernel; the tensor stages render (the reference).
+//! * `Autodiff<B>`: no kernel for packed inputs; a differentiable scene
+//!   ([`PixelKernel::render_scene`], `Simulator::forward`) renders with `B`'s kernel, and its
+//!   backward pass recomputes through the tensor stages ([`super::autodiff`]).
 
 use super::job::Switches;
+use crate::error::Result;
+use crate::scene::{Scene, SceneTensors};
+use crate::simulator::Setup;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::{
     FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
 };
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{FloatTensor, IntTensor};
+use burn::tensor::Tensor;
+use std::sync::Arc;
 
 /// The kernel's inputs on the backend's device (see [`super::layout`]): f32 `params`
 /// `[PARAMS]`, i32 `counts` `[COUNTS]`, f32 `sources` `[S·10]`, `orientations`
@@ -99,6 +107,15 @@ pub trait PixelKernel: Backend {
         let _ = (inputs, shape);
         None
     }
+
+    /// The image `[spixels, fpixels]` (photons) of a differentiable scene `st` by the kernel,
+    /// [`crate::Simulator::forward`]'s fast path; `host` is [`Scene::new`] of the setup's
+    /// experiment. On an autodiff backend the image is on the scene's graph and its backward
+    /// pass recomputes through the tensor stages ([`super::autodiff`]). `None` where this
+    /// backend has no kernel (the caller renders with the tensor stages).
+    fn render_scene(setup: &Arc<Setup>, host: &Scene, st: &SceneTensors<Self>) -> Result<Option<Tensor<Self, 2>>> {
+        super::scene_image(&setup.exp, host, st)
+    }
 }
 
 impl<E: FloatNdArrayElement, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
@@ -108,5 +125,12 @@ where
 {
 }
 
-/// Gradients need the graph of the tensor stages: an autodiff backend renders with them.
-impl<B: Backend> PixelKernel for Autodiff<B> {}
+/// An autodiff backend has no kernel of its own for [`PixelKernel::render_pixels`] (the
+/// engines render with it only for gradients, through the tensor stages); a differentiable
+/// scene renders with the inner backend's kernel, its backward pass recomputing through the
+/// tensor stages.
+impl<B: PixelKernel, C: CheckpointStrategy> PixelKernel for Autodiff<B, C> {
+    fn render_scene(setup: &Arc<Setup>, host: &Scene, st: &SceneTensors<Self>) -> Result<Option<Tensor<Self, 2>>> {
+        super::autodiff::render_scene::<B, C>(setup, host, st)
+    }
+}

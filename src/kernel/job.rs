@@ -3,8 +3,10 @@
 
 use super::layout as at;
 use crate::config::CrystalShape;
-use crate::scene::Scene;
+use crate::error::Result;
+use crate::scene::{to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
+use burn::tensor::{backend::Backend, Tensor};
 
 /// ROI positions per statistics block (see [`super::pixel::image_statistics`]): f32 sums
 /// over 64 values keep ~7 digits; the blocks are finished in f64 on the host.
@@ -92,6 +94,46 @@ impl PixelJob {
         }
     }
 
+    /// The job at the values of a differentiable scene `st` (whose constants are those of
+    /// `host`, [`Scene::new`] of `exp`): every [`SceneTensors::variables`] field is read back by
+    /// name, so parameters moved away from the configuration's values render as they are.
+    pub fn of_scene_tensors<B: Backend>(exp: &Experiment, host: &Scene, st: &SceneTensors<B>) -> Result<Self> {
+        let read = |t: &Tensor<B, 2>| to_host(t.clone());
+        let mut scene = host.clone();
+        scene.coef = read(&st.coef)?;
+        scene.offset = read(&st.offset)?;
+        scene.inv_lambda = read(&st.inv_lambda)?;
+        scene.basis = read(&st.basis)?;
+        scene.pix0 = read(&st.pix0)?;
+        scene.fluence = read(&st.fluence)?;
+        if let Some(l) = &st.lattice {
+            let (n, recip) = (read(&l.n)?, read(&l.recip)?);
+            scene.lattice.n = [n[0], n[1], n[2]];
+            scene.lattice.recip = [0, 1, 2].map(|v| [recip[3 * v], recip[3 * v + 1], recip[3 * v + 2]]);
+        }
+        let mut job = Self::new(exp, &scene);
+        let mut set = |at: usize, v: f64| job.params[at] = v as f32;
+        set(at::CLOSE_DISTANCE, read(&st.close_distance)?[0]);
+        set(at::DISTANCE, read(&st.distance)?[0]);
+        if let Some(k) = &st.kahn {
+            set(at::KAHN, read(k)?[0]);
+        }
+        let default_f = st.hkl.as_ref().and_then(|h| h.default_f_tensor.as_ref());
+        if let Some(f) = default_f.or(st.default_f.as_ref()) {
+            set(at::DEFAULT_F, read(f)?[0]);
+        }
+        if let Some(i_bg) = &st.i_bg {
+            let i_bg = read(i_bg)?[0];
+            set(at::I_BG, i_bg);
+            // a water size moved away from 0 adds the background the configuration had not
+            job.switches.water |= i_bg != 0.0;
+        }
+        if let Some(h) = &st.hkl {
+            job.hkl = to_host(h.values.clone())?.into_iter().map(|v| v as f32).collect();
+        }
+        Ok(job)
+    }
+
     /// Pixels after image index `pixel` use nearest-neighbour structure factors (C's tricubic
     /// fall-back, found by a first pass).
     pub fn switch_to_nearest_after(&mut self, pixel: i32) {
@@ -104,10 +146,11 @@ fn params(exp: &Experiment, scene: &Scene) -> Vec<f32> {
     let d = &exp.detector;
     let mut p = vec![0.0f64; at::PARAMS];
     let mut put = |at: usize, v: &[f64]| p[at..at + v.len()].copy_from_slice(v);
-    put(at::PIX0, &d.pix0);
-    put(at::FDET, &d.fdet);
-    put(at::SDET, &d.sdet);
-    put(at::ODET, &d.odet);
+    // the scene's detector frame: rows f, s, o, and pix0
+    put(at::PIX0, &scene.pix0);
+    put(at::FDET, &scene.basis[0..3]);
+    put(at::SDET, &scene.basis[3..6]);
+    put(at::ODET, &scene.basis[6..9]);
     put(at::SUBPIXEL, &[d.pixel_size / exp.oversample as f64]);
     put(at::LAYER_STEP, &[exp.sensor.step]);
     put(at::CLOSE_DISTANCE, &[d.close_distance]);

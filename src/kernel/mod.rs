@@ -11,6 +11,7 @@
 //! The tensor stages (`src/simulate.rs`) stay the reference; `tests/integration/kernel.rs`
 //! holds the two against each other and against C.
 
+mod autodiff;
 mod backend;
 #[cfg(feature = "gpu")]
 mod cube;
@@ -30,7 +31,7 @@ pub use job::{PixelJob, Switches};
 
 use crate::error::{Error, Result};
 use crate::output::Statistics;
-use crate::scene::Scene;
+use crate::scene::{Scene, SceneTensors};
 use crate::setup::Experiment;
 use crate::simulate::Image;
 use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
@@ -44,29 +45,67 @@ use layout::PARTIAL_WIDTH;
 /// grid; if there is one, a second launch renders every later pixel with nearest neighbour, as
 /// C switches for good at that point.
 pub fn render<B: PixelKernel>(exp: &Experiment, scene: &Scene, device: &B::Device) -> Result<Option<Vec<Image>>> {
-    let d = &exp.detector;
-    // one workgroup count per grid axis is at most 65535 (WebGPU's limit)
-    let fits = [d.fpixels.div_ceil(layout::WORKGROUP), d.spixels, scene.shots]
-        .iter()
-        .all(|&n| n <= 65535);
-    if !B::has_pixel_kernel() || !fits {
+    if !runs_on::<B>(exp, scene.shots) {
         return Ok(None);
     }
     let mut job = PixelJob::new(exp, scene);
-    let mut out = launch::<B>(&job, exp, device);
+    let (out, fell_back) = launch_with_fall_back::<B>(&mut job, exp, device)?;
+    images(exp, &job, out, fell_back).map(Some)
+}
+
+/// Whether `B` has the kernel and a launch of `shots` images fits its grid: one workgroup count
+/// per grid axis is at most 65535 (WebGPU's limit).
+pub fn runs_on<B: PixelKernel>(exp: &Experiment, shots: usize) -> bool {
+    let d = &exp.detector;
+    let fits = [d.fpixels.div_ceil(layout::WORKGROUP), d.spixels, shots]
+        .iter()
+        .all(|&n| n <= 65535);
+    B::has_pixel_kernel() && fits
+}
+
+/// The image `[spixels, fpixels]` (photons) of a differentiable scene's values, rendered by
+/// the kernel and left on the device, untracked; `None` where `B` has no kernel (see
+/// [`PixelKernel::render_scene`]).
+pub fn scene_image<B: PixelKernel>(
+    exp: &Experiment,
+    host: &Scene,
+    st: &SceneTensors<B>,
+) -> Result<Option<Tensor<B, 2>>> {
+    if !runs_on::<B>(exp, 1) {
+        return Ok(None);
+    }
+    let job = PixelJob::of_scene_tensors(exp, host, st)?;
+    job_image::<B>(job, exp, &st.coef.device()).map(Some)
+}
+
+/// The image `[spixels, fpixels]` of a one-shot job, left on the device (C's tricubic
+/// fall-back included).
+pub fn job_image<B: PixelKernel>(mut job: PixelJob, exp: &Experiment, device: &B::Device) -> Result<Tensor<B, 2>> {
+    let (out, _) = launch_with_fall_back::<B>(&mut job, exp, device)?;
+    let d = &exp.detector;
+    Ok(out.image.reshape([d.spixels, d.fpixels]))
+}
+
+/// One launch, and with tricubic structure factors a second one if the first found a pixel
+/// whose loop left the grid (every later pixel then uses nearest neighbour); whether it fell
+/// back.
+fn launch_with_fall_back<B: PixelKernel>(
+    job: &mut PixelJob,
+    exp: &Experiment,
+    device: &B::Device,
+) -> Result<(Launched<B>, bool)> {
+    let out = launch::<B>(job, exp, device);
     // only tricubic interpolation can leave the grid: other renders skip this readback (a
     // synchronisation with the device)
-    let first = if job.switches.tricubic {
-        read_ints(out.first_out_of_range.clone())?[0]
-    } else {
-        i64::from(i32::MAX)
-    };
-    let fell_back = first != i64::from(i32::MAX);
-    if fell_back {
-        job.switch_to_nearest_after(first as i32);
-        out = launch::<B>(&job, exp, device);
+    if !job.switches.tricubic {
+        return Ok((out, false));
     }
-    images(exp, &job, out, fell_back).map(Some)
+    let first = read_ints(out.first_out_of_range.clone())?[0];
+    if first == i64::from(i32::MAX) {
+        return Ok((out, false));
+    }
+    job.switch_to_nearest_after(first as i32);
+    Ok((launch::<B>(job, exp, device), true))
 }
 
 /// One launch: the job's arrays uploaded, the kernel's outputs as tensors.

@@ -342,6 +342,11 @@ const OWN_PROCESS: &str = "NANOBRAGG_TEST_OWN_PROCESS";
 /// the test's path inside this binary (`module_path!()` without the crate, then the name).
 /// The child runs only that test (`--exact`); its output is shown with the parent's.
 pub fn own_process(module_path: &str, name: &str) -> bool {
+    own_process_with(module_path, name, &[])
+}
+
+/// [`own_process`] with environment variables `envs` set in the child.
+pub fn own_process_with(module_path: &str, name: &str, envs: &[(&str, &std::ffi::OsStr)]) -> bool {
     let module = module_path.split_once("::").map_or("", |(_, m)| m);
     let test = if module.is_empty() {
         name.to_string()
@@ -355,6 +360,7 @@ pub fn own_process(module_path: &str, name: &str) -> bool {
     let out = std::process::Command::new(exe)
         .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(OWN_PROCESS, &test)
+        .envs(envs.iter().copied())
         .output()
         .expect("the test binary runs again");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -366,4 +372,16 @@ pub fn own_process(module_path: &str, name: &str) -> bool {
         "{test}: the child process ran no test (renamed?)"
     );
     false
+}
+
+/// Kernel launches in a cubecl profile log (`CUBECL_DEBUG_OPTION=profile`,
+/// `CUBECL_DEBUG_LOG=FILE`): one table row `| <time> | …` per launch.
+pub fn launches_in_profile_log(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix("| ")
+                .and_then(|r| r.split(' ').next())
+                .is_some_and(|t| t.ends_with('s') && t.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count()
 }

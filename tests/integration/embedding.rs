@@ -16,7 +16,7 @@ use burn::module::Module;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 use nanobragg::engine::Engine;
-use nanobragg::{Params, Simulator};
+use nanobragg::{Params, PixelKernel, Simulator};
 
 type Cpu = NdArray<f64>;
 type AdCpu = Autodiff<Cpu>;
@@ -56,7 +56,7 @@ fn cli_float_image(flags: &str) -> Vec<f32> {
 
 /// `forward()` on `B` equals the binary's float image: to f32 rounding (`tol` 1e-6 of the
 /// maximum) for f64 backends, to f32 arithmetic (1e-4) for f32 ones; zeros outside the ROI.
-fn forward_matches_cli<B: Backend>(device: &B::Device, tol: f64, label: &str) {
+fn forward_matches_cli<B: PixelKernel>(device: &B::Device, tol: f64, label: &str) {
     for flags in [FLAGS, FLAGS_ROI] {
         let sim = Simulator::<B>::from_args(&args(flags), device).unwrap();
         let image = sim.forward();

@@ -282,14 +282,7 @@ fn launches_of_a_process(flags: &str) -> usize {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(&log).unwrap();
-    text.lines()
-        .filter(|l| {
-            l.strip_prefix("| ")
-                .and_then(|r| r.split(' ').next())
-                .is_some_and(|t| t.ends_with('s') && t.starts_with(|c: char| c.is_ascii_digit()))
-        })
-        .count()
+    common::launches_in_profile_log(&std::fs::read_to_string(&log).unwrap())
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod geometry;
 mod gradcheck;
 mod gradients;
 mod kernel;
+mod kernel_autodiff;
 mod nexus;
 mod outputs;
 mod panels;

@@ -241,3 +241,104 @@ fn a_killed_shot_run_leaves_every_listed_shot_readable() {
         assert_eq!(v["sums"][k].as_i64().unwrap(), want, "shot {shot} at stack index {k}");
     }
 }
+
+/// A detector of several panels: one `NXdetector_module` per panel, `data_origin` `[k, 0, 0]`,
+/// every pixel where the panel's render put it (positions walked from the file by
+/// `fixtures/nxmx_read.py`), the photons the `-floatfile` holds, and one int scale.
+#[test]
+fn a_multi_panel_run_writes_one_module_per_panel() {
+    if !have_h5py() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let expt = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/panels/four_tilted.expt");
+    let mut args: Vec<String> = common::flags(&[common::LIGHT_CRYSTAL, "-oversample 1 -nopgm"])
+        .into_iter()
+        .map(String::from)
+        .collect();
+    args.extend(["-detector_expt".into(), expt.display().to_string()]);
+    let Ok(nanobragg::cli::Parsed::Run(cfg, _)) = nanobragg::cli::parse_args(&args) else {
+        panic!("the flags parse");
+    };
+    let layout = cfg.detector.panels.clone().expect("a panel file");
+    let panels = nanobragg::panels::custom::panel_configs(&cfg, &layout, "four_tilted.expt").unwrap();
+    args.extend(["-nonoise", "-floatfile", "all.bin", "-nexusfile", "p.nxs"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(dir.path(), &args);
+
+    let v = read_nexus(&dir.path().join("p.nxs"), &["--pixels", "all", "--dump"]);
+    let modules = v["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), panels.len());
+    assert_eq!(v["shape"], serde_json::json!([1, panels.len(), 24, 32]));
+    let mut worst: f64 = 0.0;
+    for (k, (module, pc)) in modules.iter().zip(&panels).enumerate() {
+        assert_eq!(module["data_origin"], serde_json::json!([k, 0, 0]), "module {k}");
+        assert_eq!(module["data_size"], serde_json::json!([1, 24, 32]), "module {k}");
+        let d = nanobragg::Experiment::with_structure_factors(pc, None)
+            .unwrap()
+            .detector;
+        let r = LabToNexus::from_beam(d.beam).unwrap();
+        let positions = module["positions"].as_array().unwrap();
+        assert_eq!(positions.len(), d.fpixels * d.spixels);
+        for p in positions {
+            let p: Vec<f64> = p.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+            let lab = add(
+                d.pix0,
+                add(
+                    scale(d.fdet, (p[0] + 0.5) * d.pixel_size),
+                    scale(d.sdet, (p[1] + 0.5) * d.pixel_size),
+                ),
+            );
+            let want = r.apply(lab);
+            (0..3).for_each(|c| worst = worst.max((p[2 + c] - want[c]).abs()));
+        }
+    }
+    assert!(
+        worst < 1e-9,
+        "module pixel positions differ from the render's by {worst:e} m"
+    );
+
+    let photons: Vec<f32> = v["photons"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect();
+    assert_eq!(
+        photons,
+        common::read_f32(&dir.path().join("all.bin")),
+        "photons against -floatfile"
+    );
+    // one int scale for the detector: C's 55000 counts at its brightest pixel, plus the ADC
+    // offset (40 by default)
+    let brightest = v["counts"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .max();
+    assert!(
+        brightest.is_some_and(|m| (55_039..=55_041).contains(&m)),
+        "brightest count {brightest:?}"
+    );
+}
+
+/// Panels of different sizes cannot share the stacks: refused before rendering, naming the flag.
+#[test]
+fn a_multi_panel_nexus_file_needs_panels_of_one_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let geom = "clen = 0.1\nres = 1e4\n\
+                p0/min_fs = 0\np0/max_fs = 7\np0/min_ss = 0\np0/max_ss = 7\np0/fs = +1x\np0/ss = +1y\np0/corner_x = -4\np0/corner_y = -4\n\
+                p1/min_fs = 0\np1/max_fs = 3\np1/min_ss = 8\np1/max_ss = 11\np1/fs = +1x\np1/ss = +1y\np1/corner_x = 10\np1/corner_y = -4\n";
+    std::fs::write(dir.path().join("two.geom"), geom).unwrap();
+    let mut args = common::flags(&[common::LIGHT_CRYSTAL]);
+    args.extend(["-geom", "two.geom", "-nexusfile", "p.nxs"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+        .args(&args)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("-nexusfile"), "{err}");
+    assert!(!dir.path().join("p.nxs").exists());
+}

@@ -72,12 +72,27 @@ pub fn unrotated_pix0(d: &NxDetector, axis: Vec3) -> Vec3 {
     frame::unrotate_xyz(p, d.rotx, d.roty, d.rotz)
 }
 
+/// The group of module `k` of a detector of `modules`: [`MODULE`] for a single one, else
+/// `module_K` with K zero-padded to a common width (so readers that list groups by name meet
+/// them in order).
+pub fn module_path(k: usize, modules: usize) -> String {
+    match modules {
+        0 | 1 => MODULE.to_string(),
+        n => format!("{MODULE}_{k:0width$}", width = (n - 1).to_string().len()),
+    }
+}
+
 /// Build the detector chain, innermost first: fast, slow, module_offset,
 /// rot_x, rot_y, rot_z, two_theta. All vectors are R·(lab).
 pub fn detector_chain(d: &NxDetector, r: &LabToNexus) -> Result<Vec<Transformation>, String> {
+    detector_chain_at(d, r, MODULE)
+}
+
+/// [`detector_chain`] with the module's three transformations in the group `module`.
+pub fn detector_chain_at(d: &NxDetector, r: &LabToNexus, module: &str) -> Result<Vec<Transformation>, String> {
     let tt_axis = frame::unit(d.twotheta_axis).ok_or("twotheta_axis is a zero vector")?;
     let t = |n: &str| format!("{DET_TRANSFORMS}/{n}");
-    let m = |n: &str| format!("{MODULE}/{n}");
+    let m = |n: &str| format!("{module}/{n}");
     let rot = |name: &str, lab: Vec3, rad: f64, dep: String| {
         Transformation::new(t(name), Kind::Rotation, r.apply(lab), rad.to_degrees(), dep)
     };
@@ -208,6 +223,16 @@ pub mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn module_names_sort_in_panel_order() {
+        assert_eq!(module_path(0, 1), MODULE);
+        let names: Vec<String> = (0..12).map(|k| module_path(k, 12)).collect();
+        assert_eq!(names[3], format!("{MODULE}_03"));
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(sorted, names);
     }
 
     #[test]

@@ -103,3 +103,19 @@ pub fn write_nexus_image(path: &Path, exp: &Experiment, counts: &[i32], photons:
     w.append_shot(counts, photons, exp.phi0.to_degrees())?;
     Ok(w.finish()?)
 }
+
+/// One image of a detector of several panels as an NXmx file: a module per panel (`panels`
+/// rendered with their own experiments, which share the beam and the crystal), with the
+/// panels' int32 `counts` and float `photons` stacked `[panels, slow, fast]`; written under a
+/// temporary name and renamed when complete.
+pub fn write_nexus_panels(path: &Path, panels: &[(&Experiment, &[i32], &[f32])]) -> Result<(), Error> {
+    let Some(&(first, _, _)) = panels.first() else {
+        return Err(Error::Config(format!("{}: no panels to write", path.display())));
+    };
+    let modules: Vec<NxDetector> = panels.iter().map(|(exp, _, _)| nx_detector(exp)).collect();
+    let mut w = NxmxWriter::create_atomic_modules(path, &modules, &nx_beam(first), &nx_goniometer(first))?;
+    let counts: Vec<i32> = panels.iter().flat_map(|(_, c, _)| c.iter().copied()).collect();
+    let photons: Vec<f32> = panels.iter().flat_map(|(_, _, p)| p.iter().copied()).collect();
+    w.append_shot(&counts, &photons, first.phi0.to_degrees())?;
+    Ok(w.finish()?)
+}

@@ -34,7 +34,7 @@ pub mod recover;
 pub mod writer;
 
 pub use error::NxError;
-pub use experiment::{create_stack, write_nexus_image};
+pub use experiment::{create_stack, write_nexus_image, write_nexus_panels};
 pub use writer::NxmxWriter;
 
 /// A 3-vector (lab or NeXus frame, metres or unitless).

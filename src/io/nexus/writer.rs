@@ -31,9 +31,10 @@ use super::{NxBeam, NxDetector, NxError, NxGoniometer};
 pub const FIXED_TIME: &str = "1970-01-01T00:00:00Z";
 /// `saturation_value` written for the int32 counts.
 pub const SATURATION: i32 = i32::MAX;
-/// Counts stack `[shots, slow, fast]` (int32).
+/// Counts stack `[shots, slow, fast]`, or `[shots, modules, slow, fast]` for a detector of
+/// several modules (int32).
 pub const DATA: &str = "/entry/instrument/detector/data";
-/// Noiseless photon image stack `[shots, slow, fast]` (float32).
+/// Noiseless photon image stack, shaped as [`DATA`] (float32).
 pub const DATA_FLOAT: &str = "/entry/instrument/detector/data_float";
 /// Goniometer axis, one φ start (deg) per shot.
 pub const PHI: &str = "/entry/sample/transformations/phi";
@@ -71,34 +72,51 @@ impl NxmxWriter {
     /// Create `path` (overwriting) and write all metadata; shots follow via
     /// [`Self::append_shot`]. The file has its final name from the start.
     pub fn create(path: &Path, det: &NxDetector, beam: &NxBeam, gonio: &NxGoniometer) -> Result<Self, NxError> {
-        Self::create_at(path, None, det, beam, gonio)
+        Self::create_at(path, None, std::slice::from_ref(det), beam, gonio)
     }
 
     /// Like [`Self::create`] but writes `<path>.partial`, renamed to `path` by [`Self::finish`].
     pub fn create_atomic(path: &Path, det: &NxDetector, beam: &NxBeam, gonio: &NxGoniometer) -> Result<Self, NxError> {
+        Self::create_atomic_modules(path, std::slice::from_ref(det), beam, gonio)
+    }
+
+    /// Like [`Self::create_atomic`] for a detector of several modules (panels) of one size:
+    /// one `NXdetector_module` per module, each with its own `fast_pixel_direction`,
+    /// `slow_pixel_direction` and `module_offset` and with `data_origin` `[k, 0, 0]`, and the
+    /// stacks `[shots, modules, slow, fast]`. A shot's pixels are the modules' one after the
+    /// other.
+    pub fn create_atomic_modules(
+        path: &Path,
+        modules: &[NxDetector],
+        beam: &NxBeam,
+        gonio: &NxGoniometer,
+    ) -> Result<Self, NxError> {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".partial");
-        Self::create_at(Path::new(&tmp), Some(path.to_path_buf()), det, beam, gonio)
+        Self::create_at(Path::new(&tmp), Some(path.to_path_buf()), modules, beam, gonio)
     }
 
     fn create_at(
         path: &Path,
         rename_to: Option<PathBuf>,
-        det: &NxDetector,
+        modules: &[NxDetector],
         beam: &NxBeam,
         gonio: &NxGoniometer,
     ) -> Result<Self, NxError> {
         let err = |e: String| NxError::new(path, e);
-        validate(det, beam).map_err(err)?;
+        validate(modules, beam).map_err(err)?;
         let r = LabToNexus::from_beam(beam.direction).map_err(err)?;
-        let chain = chain::detector_chain(det, &r).map_err(err)?;
+        let chains = (0..modules.len())
+            .map(|k| chain::detector_chain_at(&modules[k], &r, &chain::module_path(k, modules.len())))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
         let mut w = SwmrFileWriter::create(path).map_err(|e| NxError::new(path, e))?;
         let ds = Layout { w: &mut w }
-            .write_all(det, beam, gonio, &r, &chain)
+            .write_all(modules, beam, gonio, &r, &chains)
             .map_err(err)?;
         w.start_swmr().map_err(|e| NxError::new(path, e))?;
         w.flush().map_err(|e| NxError::new(path, e))?;
-        let npix = det.fpixels * det.spixels;
+        let npix = modules.iter().map(|d| d.fpixels * d.spixels).sum();
         Ok(NxmxWriter {
             w: Some(w),
             path: path.to_path_buf(),
@@ -168,9 +186,24 @@ impl NxmxWriter {
 }
 
 /// Reject inputs that cannot make a valid file.
-fn validate(det: &NxDetector, beam: &NxBeam) -> Result<(), String> {
-    if det.fpixels == 0 || det.spixels == 0 || !det.pixel_size.is_finite() || det.pixel_size <= 0.0 {
-        return Err("detector needs pixels and a positive pixel size".into());
+fn validate(modules: &[NxDetector], beam: &NxBeam) -> Result<(), String> {
+    let Some(first) = modules.first() else {
+        return Err("a detector needs at least one module".into());
+    };
+    for det in modules {
+        if det.fpixels == 0 || det.spixels == 0 || !det.pixel_size.is_finite() || det.pixel_size <= 0.0 {
+            return Err("detector needs pixels and a positive pixel size".into());
+        }
+        if (det.fpixels, det.spixels) != (first.fpixels, first.spixels) {
+            return Err(format!(
+                "the modules' images are stacked [modules, slow, fast]: every module needs {}x{} pixels, not {}x{}",
+                first.fpixels, first.spixels, det.fpixels, det.spixels
+            ));
+        }
+        let rotations = (det.rotx, det.roty, det.rotz, det.twotheta, det.twotheta_axis);
+        if rotations != (first.rotx, first.roty, first.rotz, first.twotheta, first.twotheta_axis) {
+            return Err("the modules of a detector share its rotations and 2θ".into());
+        }
     }
     if beam.wavelengths_m.is_empty() {
         return Err("beam has no wavelength".into());
@@ -191,15 +224,15 @@ type R<T> = Result<T, String>;
 impl Layout<'_> {
     fn write_all(
         &mut self,
-        det: &NxDetector,
+        modules: &[NxDetector],
         beam: &NxBeam,
         gonio: &NxGoniometer,
         r: &LabToNexus,
-        chain: &[Transformation],
+        chains: &[Vec<Transformation>],
     ) -> R<Streams> {
         self.entry()?;
         self.beam(beam, r)?;
-        let (counts, photons) = self.detector(det, gonio, chain)?;
+        let (counts, photons) = self.detector(modules, gonio, chains)?;
         let (phi, phi_end) = self.sample(gonio, r)?;
         self.w.create_group("/entry", "data").map_err(s)?;
         self.class("/entry/data", "NXdata")?;
@@ -290,47 +323,70 @@ impl Layout<'_> {
         Ok(())
     }
 
-    fn detector(&mut self, d: &NxDetector, g: &NxGoniometer, chain: &[Transformation]) -> R<(usize, usize)> {
+    /// The detector: its own fields from the first module (distance and beam centre only for
+    /// a single one: a detector of several panels has no one plane), its shared
+    /// transformations, then the modules and the stacks.
+    fn detector(
+        &mut self,
+        modules: &[NxDetector],
+        g: &NxGoniometer,
+        chains: &[Vec<Transformation>],
+    ) -> R<(usize, usize)> {
         const D: &str = "/entry/instrument/detector";
+        let d = &modules[0];
         self.group("/entry/instrument", "detector", "NXdetector")?;
         self.group(D, "transformations", "NXtransformations")?;
-        self.group(D, "module", "NXdetector_module")?;
         self.string(&format!("{D}/depends_on"), &format!("{}/rot_x", chain::DET_TRANSFORMS))?;
         self.string(&format!("{D}/description"), "nanoBragg simulated detector")?;
         self.string(&format!("{D}/sensor_material"), &d.sensor_material)?;
         self.scalar(&format!("{D}/sensor_thickness"), d.sensor_thickness, "m")?;
         self.scalar(&format!("{D}/x_pixel_size"), d.pixel_size, "m")?;
         self.scalar(&format!("{D}/y_pixel_size"), d.pixel_size, "m")?;
-        self.scalar(&format!("{D}/distance"), d.distance, "m")?;
-        self.scalar(
-            &format!("{D}/beam_center_x"),
-            d.beam_center_fast / d.pixel_size,
-            "pixel",
-        )?;
-        self.scalar(
-            &format!("{D}/beam_center_y"),
-            d.beam_center_slow / d.pixel_size,
-            "pixel",
-        )?;
+        if modules.len() == 1 {
+            self.scalar(&format!("{D}/distance"), d.distance, "m")?;
+            self.scalar(
+                &format!("{D}/beam_center_x"),
+                d.beam_center_fast / d.pixel_size,
+                "pixel",
+            )?;
+            self.scalar(
+                &format!("{D}/beam_center_y"),
+                d.beam_center_slow / d.pixel_size,
+                "pixel",
+            )?;
+        }
         self.scalar(&format!("{D}/count_time"), g.exposure_s, "s")?;
         self.scalar(&format!("{D}/frame_time"), g.exposure_s, "s")?;
         self.w
             .write_dataset::<i32>(rel(&format!("{D}/saturation_value")), &[], &[SATURATION])
             .map_err(s)?;
-        self.module(d, chain)?;
-        self.stacks(d)
+        for (k, (module, chain)) in modules.iter().zip(chains).enumerate() {
+            self.module(k, modules.len(), module, chain)?;
+        }
+        self.stacks(modules)
     }
 
-    fn module(&mut self, d: &NxDetector, chain: &[Transformation]) -> R<()> {
-        let m = chain::MODULE;
+    /// Module `k` of `count`: where its pixels lie in the stacks, and its transformations (the
+    /// detector's shared ones with the first module).
+    fn module(&mut self, k: usize, count: usize, d: &NxDetector, chain: &[Transformation]) -> R<()> {
+        let m = chain::module_path(k, count);
+        let name = m.rsplit('/').next().unwrap_or("module");
+        self.group("/entry/instrument/detector", name, "NXdetector_module")?;
+        let (origin, size) = match count {
+            1 => (vec![0, 0], vec![d.spixels as i32, d.fpixels as i32]),
+            _ => (vec![k as i32, 0, 0], vec![1, d.spixels as i32, d.fpixels as i32]),
+        };
+        let rank = [origin.len() as u64];
         self.w
-            .write_dataset::<i32>(rel(&format!("{m}/data_origin")), &[2], &[0, 0])
+            .write_dataset::<i32>(rel(&format!("{m}/data_origin")), &rank, &origin)
             .map_err(s)?;
-        let size = [d.spixels as i32, d.fpixels as i32];
         self.w
-            .write_dataset::<i32>(rel(&format!("{m}/data_size")), &[2], &size)
+            .write_dataset::<i32>(rel(&format!("{m}/data_size")), &rank, &size)
             .map_err(s)?;
-        chain.iter().try_for_each(|t| self.transformation(t).map(|_| ()))
+        chain
+            .iter()
+            .filter(|t| k == 0 || t.path.starts_with(&m))
+            .try_for_each(|t| self.transformation(t).map(|_| ()))
     }
 
     /// One scalar transformation dataset with its NXtransformations attributes.
@@ -361,8 +417,12 @@ impl Layout<'_> {
     }
 
     /// The appendable image stacks, chunked one shot per chunk, shuffle+deflate.
-    fn stacks(&mut self, d: &NxDetector) -> R<(usize, usize)> {
-        let dims = [d.spixels as u64, d.fpixels as u64];
+    fn stacks(&mut self, modules: &[NxDetector]) -> R<(usize, usize)> {
+        let d = &modules[0];
+        let dims = match modules.len() {
+            1 => vec![d.spixels as u64, d.fpixels as u64],
+            n => vec![n as u64, d.spixels as u64, d.fpixels as u64],
+        };
         let counts = self
             .w
             .create_streaming_dataset_compressed::<i32>(rel(DATA), &dims, FilterPipeline::shuffle_deflate(4, 4))

@@ -244,15 +244,20 @@ impl GraphCleaner {
 
         let mut should_remove = Vec::new();
         for graph in graphs.iter() {
-            {
-                let mut guard = graph.state.lock();
-                // Only a graph that no tensor and no operation in progress uses is swept,
-                // and only the nodes that can safely be removed (nanobragg patch: the check
-                // of operations in progress is in `free_unused_roots`).
-                guard
-                    .server
-                    .free_unused_roots(|node| should_remove.push(*node));
-            }
+            // A graph whose lock is held is skipped: its own backward pass is running (perhaps
+            // on this very thread, when a step differentiates a graph of its own, as a
+            // recomputing backward does) or an operation is being registered in it. Waiting
+            // would deadlock in the first case; the sweep is opportunistic, so a later one
+            // frees what this one skips (nanobragg patch).
+            let Some(mut guard) = graph.state.try_lock() else {
+                continue;
+            };
+            // Only a graph that no tensor and no operation in progress uses is swept,
+            // and only the nodes that can safely be removed (nanobragg patch: the check
+            // of operations in progress is in `free_unused_roots`).
+            guard
+                .server
+                .free_unused_roots(|node| should_remove.push(*node));
         }
 
         if !should_remove.is_empty() {

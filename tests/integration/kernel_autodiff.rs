@@ -1,0 +1,220 @@
+//! `Simulator::forward` on wgpu renders with the one kernel (`src/kernel/autodiff.rs`, issue
+//! 23), and its backward pass recomputes through the tensor stages:
+//!
+//! * at parameters moved away from the configuration's values, the kernel's image equals the
+//!   tensor stages' on the same backend (every scene variable reaches the kernel);
+//! * the gradients of a weighted loss through the kernel equal those through the tensor
+//!   stages' own graph, for every parameter;
+//! * the forward pass's kernel launches do not grow with the image (the tensor stages' do).
+//!
+//! On llvmpipe without a GPU (CI); skips with a message when no wgpu adapter exists, unless
+//! `NANOBRAGG_REQUIRE_WGPU=1`.
+#![cfg(feature = "gpu")]
+
+use crate::common;
+use common::host;
+
+use burn::backend::wgpu::WgpuDevice;
+use burn::backend::Autodiff;
+use burn::tensor::{Tensor, TensorData};
+use nanobragg::engine::{Engine, WgpuFused};
+use nanobragg::simulate::RenderOptions;
+use nanobragg::{Params, Simulator};
+use std::path::Path;
+
+type Ad = Autodiff<WgpuFused>;
+
+const FUSED: Engine = Engine::Wgpu { fusion: true };
+
+/// A tricubic grid that falls back part-way (structure factors and default_F are
+/// parameters), and mosaic, φ, polarization, a rotated detector and water.
+fn configurations(hkl: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "tricubic falling back",
+            format!(
+                "-hkl {} -cell 60 60 60 90 90 90 -misset 5 3 2 -lambda 1.5 -N 2 -distance 120 \
+                 -pixel 0.4 -detpixels 24 -interpolate -oversample 1",
+                hkl.display()
+            ),
+        ),
+        (
+            "mosaic, phi, polarization, water",
+            "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -distance 80 \
+             -pixel 0.4 -detpixels 24 -detector_rotx 2 -twotheta 3 -mosaic 0.5 -mosaic_dom 3 -phi 5 \
+             -osc 2 -phisteps 2 -polar 0.8 -water 50 -oversample 2"
+                .into(),
+        ),
+    ]
+}
+
+/// The simulator of `flags` on the fused wgpu backend under autodiff, and the same with the
+/// tensor stages (`pixel_kernel` off).
+fn kernel_and_stages(flags: &str) -> (Simulator<Ad>, Simulator<Ad>) {
+    let args: Vec<&str> = flags.split_whitespace().collect();
+    let sim = Simulator::<Ad>::from_args(&args, &WgpuDevice::default()).unwrap();
+    let options = RenderOptions {
+        pixel_kernel: false,
+        max_chunk_elements: sim.setup().options.max_chunk_elements,
+        threads: 1,
+        ..RenderOptions::default()
+    };
+    let stages = sim.clone().with_options(options);
+    (sim, stages)
+}
+
+/// Every parameter moved off the configuration's value (×1.03, or +0.002 from 0; water is
+/// left at 0 where it is off), each a fresh leaf.
+fn moved(params: &Params<Ad>) -> Params<Ad> {
+    let mut out = params.clone();
+    for (name, t) in params.tensors() {
+        let Some(t) = t else { continue };
+        let v: Vec<f64> = host(t)
+            .into_iter()
+            .map(|x| match (x, name) {
+                (0.0, "water_size" | "dispersion") => 0.0,
+                (0.0, _) => 0.002,
+                (x, _) => 1.03 * x,
+            })
+            .collect();
+        let n = v.len();
+        let leaf = Tensor::<Ad, 1>::from_data(TensorData::new(v, [n]), &WgpuDevice::default()).require_grad();
+        out = out.replace(name, leaf).unwrap();
+    }
+    out
+}
+
+/// Σ w·I with weights that vary along both axes (a transposed image would give another sum).
+fn weighted_sum(image: Tensor<Ad, 2>) -> Tensor<Ad, 1> {
+    let [s, f] = image.dims();
+    let w: Vec<f64> = (0..s * f).map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0).collect();
+    let w = Tensor::<Ad, 2>::from_data(TensorData::new(w, [s, f]), &image.device());
+    (image * w).sum()
+}
+
+/// max |a − b| / max |b|.
+fn relative_max_difference(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().map(|v| v.abs()).fold(0.0, f64::max).max(1e-300);
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale
+}
+
+#[test]
+fn simulator_forward_by_kernel_equals_the_tensor_stages_at_moved_parameters() {
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, flags) in configurations(&common::small_hkl_grid(dir.path())) {
+        let (sim, stages) = kernel_and_stages(&flags);
+        for (label, params) in [("configured", sim.params.clone()), ("moved", moved(&sim.params))] {
+            let by_kernel = host(sim.forward_with(&params));
+            let by_stages = host(stages.forward_with(&params));
+            let worst = relative_max_difference(&by_kernel, &by_stages);
+            println!("{name}, {label} parameters: kernel vs tensor stages max |Δ|/max = {worst:.1e}");
+            assert!(by_stages.iter().any(|&v| v > 0.0), "{name}: blank image");
+            assert!(
+                worst <= 1e-4,
+                "{name}, {label}: kernel and tensor stages differ by {worst:.1e}"
+            );
+        }
+        // and the moved parameters do move the image
+        let configured = host(sim.forward());
+        let moved_image = host(sim.forward_with(&moved(&sim.params)));
+        assert!(relative_max_difference(&moved_image, &configured) > 1e-2, "{name}");
+    }
+}
+
+#[test]
+fn simulator_gradients_through_the_kernel_equal_the_tensor_stages() {
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, flags) in configurations(&common::small_hkl_grid(dir.path())) {
+        let (sim, stages) = kernel_and_stages(&flags);
+        let params = moved(&sim.params);
+        let gradients = |s: &Simulator<Ad>| {
+            let grads = weighted_sum(s.forward_with(&params)).backward();
+            params
+                .tensors()
+                .into_iter()
+                .filter_map(|(n, t)| t.map(|t| (n, t.grad(&grads).map(host))))
+                .collect::<Vec<_>>()
+        };
+        let (by_kernel, by_stages) = (gradients(&sim), gradients(&stages));
+        let mut reached = 0;
+        for ((param, k), (_, s)) in by_kernel.iter().zip(&by_stages) {
+            match (k, s) {
+                (Some(k), Some(s)) => {
+                    let worst = relative_max_difference(k, s);
+                    println!("{name}: ∂L/∂{param} kernel vs stages max |Δ|/max = {worst:.1e}");
+                    reached += s.iter().any(|&g| g != 0.0) as usize;
+                    assert!(worst <= 1e-3, "{name}: ∂L/∂{param} {k:?} against {s:?}");
+                }
+                (None, None) => {}
+                _ => panic!("{name}: ∂L/∂{param} reached one path only: kernel {k:?}, stages {s:?}"),
+            }
+        }
+        assert!(reached >= 10, "{name}: only {reached} parameters have a gradient");
+    }
+}
+
+const CHILD_PIXELS: &str = "NANOBRAGG_TEST_KERNEL_AUTODIFF_PIXELS";
+const CHILD_STAGES: &str = "NANOBRAGG_TEST_KERNEL_AUTODIFF_STAGES";
+
+/// In a child process: one forward pass of a simulator on `Autodiff<Wgpu>`.
+fn forward_in_child() {
+    let pixels = std::env::var(CHILD_PIXELS).unwrap();
+    let flags = format!(
+        "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -distance 100 -pixel 0.1 \
+         -detpixels {pixels}"
+    );
+    let (sim, stages) = kernel_and_stages(&flags);
+    let sim = if std::env::var(CHILD_STAGES).is_ok_and(|v| v == "1") {
+        stages
+    } else {
+        sim
+    };
+    let image = host(sim.forward());
+    assert!(image.iter().any(|&v| v > 0.0));
+}
+
+#[test]
+fn simulator_forward_launches_do_not_grow_with_the_image() {
+    let in_child = std::env::var(CHILD_PIXELS).is_ok();
+    if !in_child && !common::engine_available(FUSED) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut launches = Vec::new();
+    for (pixels, stages) in [("32", "0"), ("256", "0"), ("256", "1")] {
+        let log = dir.path().join(format!("{pixels}_{stages}.log"));
+        let envs = [
+            ("CUBECL_DEBUG_OPTION", "profile".as_ref()),
+            ("CUBECL_DEBUG_LOG", log.as_os_str()),
+            (CHILD_PIXELS, pixels.as_ref()),
+            (CHILD_STAGES, stages.as_ref()),
+        ];
+        if common::own_process_with(
+            module_path!(),
+            "simulator_forward_launches_do_not_grow_with_the_image",
+            &envs,
+        ) {
+            forward_in_child();
+            return;
+        }
+        launches.push(common::launches_in_profile_log(&std::fs::read_to_string(&log).unwrap()));
+    }
+    println!(
+        "forward launches: kernel 32² {}, kernel 256² {}, tensor stages 256² {}",
+        launches[0], launches[1], launches[2]
+    );
+    assert_eq!(
+        launches[0], launches[1],
+        "the kernel's forward pass launches more for a larger image"
+    );
+    assert!(
+        launches[1] < launches[2],
+        "the kernel's forward pass launches no fewer kernels than the tensor stages"
+    );
+}
