@@ -9,8 +9,11 @@
 //!
 //! Options: `--sizes` (detector edge, pixels; default 512,1024), `--engines` (cpu, cpu-f32,
 //! wgpu, wgpu-nofusion; default cpu),
-//! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd; default both),
-//! `--grad-sizes` (largest size with fwdbwd; default 512), `--reps` (renders per case, the
+//! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd, sim, sim-stages; default
+//! fwd and fwdbwd: `fwdbwd` is the binary's vector–Jacobian product, `sim` a
+//! `Simulator<Autodiff<B>>` forward pass and the backward pass of its sum, by kernel where the
+//! backend has one, `sim-stages` the same with the tensor stages),
+//! `--grad-sizes` (largest size with a backward mode; default 512), `--reps` (renders per case, the
 //! first is the cold one; default 3), `--threads` (worker threads, and OMP_NUM_THREADS of C;
 //! default: available cores), `--out` (directory of `bench.json` and `bench.md`).
 //!
@@ -27,11 +30,12 @@
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
 use burn::tensor::DType;
+use burn::tensor::ElementConversion;
 use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::engine::{Engine, Precision};
 use nanobragg::gradient::image_vjp;
 use nanobragg::params::Params;
-use nanobragg::{Experiment, RenderOptions, SimConfig};
+use nanobragg::{Experiment, PixelKernel, RenderOptions, SimConfig, Simulator};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -78,9 +82,27 @@ type Runner = fn(&Job) -> Result<Value, String>;
 struct Job {
     cfg: SimConfig,
     exp: Experiment,
-    backward: bool,
+    mode: String,
     reps: usize,
     threads: usize,
+}
+
+/// Σ of the image of `Simulator<Autodiff<B>>::forward`, after the backward pass of that sum
+/// (by kernel where `B` has one and `kernel` asks for it; else the tensor stages).
+fn simulator_sum<B: PixelKernel>(job: &Job, kernel: bool, device: &B::Device) -> Result<f64, String> {
+    let sim = Simulator::<Autodiff<B>>::new(&job.cfg, device).map_err(|e| e.to_string())?;
+    let options = RenderOptions {
+        pixel_kernel: kernel,
+        ..sim.setup().options.clone()
+    };
+    let sim = sim.with_options(options);
+    let total = sim.forward().sum();
+    let grads = total.backward();
+    sim.params
+        .distance
+        .grad(&grads)
+        .ok_or("no gradient reached the distance")?;
+    Ok(total.into_scalar().elem::<f64>())
 }
 
 fn run<B: nanobragg::PixelKernel>(
@@ -100,13 +122,19 @@ fn run<B: nanobragg::PixelKernel>(
     let mut total = 0.0;
     for _ in 0..job.reps {
         let t = Instant::now();
-        let image = if job.backward {
-            let params = Params::<Autodiff<B>>::new(&job.cfg, &job.exp, device).map_tensors(|t| t.require_grad());
-            image_vjp(&job.cfg, &job.exp, &params, None, &opts, device)
-                .map_err(|e| e.to_string())?
-                .0
-        } else {
-            nanobragg::render::<B>(&job.exp, &opts, device).map_err(|e| e.to_string())?
+        let image = match job.mode.as_str() {
+            "fwdbwd" => {
+                let params = Params::<Autodiff<B>>::new(&job.cfg, &job.exp, device).map_tensors(|t| t.require_grad());
+                image_vjp(&job.cfg, &job.exp, &params, None, &opts, device)
+                    .map_err(|e| e.to_string())?
+                    .0
+            }
+            "sim" | "sim-stages" => {
+                total = simulator_sum::<B>(job, job.mode == "sim", device)?;
+                times.push(t.elapsed().as_secs_f64());
+                continue;
+            }
+            _ => nanobragg::render::<B>(&job.exp, &opts, device).map_err(|e| e.to_string())?,
         };
         times.push(t.elapsed().as_secs_f64());
         total = image.data.iter().map(|&v| v as f64).sum::<f64>();
@@ -319,8 +347,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
         engine(e).ok_or_else(|| format!("--engines: unknown engine '{e}' (cpu, cpu-f32, wgpu, wgpu-nofusion)"))?;
     }
     for m in &a.modes {
-        if m != "fwd" && m != "fwdbwd" {
-            return Err(format!("--modes: unknown mode '{m}' (fwd, fwdbwd)"));
+        if !["fwd", "fwdbwd", "sim", "sim-stages"].contains(&m.as_str()) {
+            return Err(format!("--modes: unknown mode '{m}' (fwd, fwdbwd, sim, sim-stages)"));
         }
     }
     for c in &a.configs {
@@ -350,7 +378,7 @@ fn child(args: &[String]) -> Result<(), String> {
     let job = Job {
         cfg,
         exp,
-        backward: mode == "fwdbwd",
+        mode: mode.clone(),
         reps: reps.parse().map_err(|_| "reps")?,
         threads: threads.parse().map_err(|_| "threads")?,
     };
@@ -469,7 +497,7 @@ fn bench(a: &Args) -> Result<(), String> {
             // in-process renders, one child per case
             for e in &a.engines {
                 for mode in &a.modes {
-                    if mode == "fwdbwd" && size > a.grad_sizes {
+                    if mode != "fwd" && size > a.grad_sizes {
                         continue;
                     }
                     let v = child_case(

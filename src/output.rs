@@ -199,9 +199,15 @@ fn pairwise_partials<B: Backend>(mut t: Tensor<B, 2>, target: usize) -> Tensor<B
 
 /// The int-image scale: the user's, or 55000/max (1 for a blank image).
 pub fn int_scale(user: Option<f64>, stats: &Statistics) -> f64 {
+    int_scale_of_max(user, stats.max_i)
+}
+
+/// [`int_scale`] from the brightest value `max_i` alone (a detector of several panels: its
+/// brightest pixel over every panel).
+pub fn int_scale_of_max(user: Option<f64>, max_i: f64) -> f64 {
     match user {
         Some(s) if s > 0.0 => s,
-        _ if stats.max_i > 0.0 => 55000.0 / stats.max_i,
+        _ if max_i > 0.0 => 55000.0 / max_i,
         _ => 1.0,
     }
 }

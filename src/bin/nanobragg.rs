@@ -18,8 +18,8 @@ use nanobragg::io::{
     smv::write_smv,
 };
 use nanobragg::output::{
-    cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels,
-    NonFinite, Statistics,
+    cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
+    NoisePixels, NonFinite, Statistics,
 };
 use nanobragg::panels::{custom::panel_configs, PanelLayout};
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
@@ -158,7 +158,7 @@ fn run_panels(
         writeln!(con, "engine: {} on {device}", engine.name())?;
     }
     let render = render_options(cfg, run_opts, threads);
-    let names = panel_file_names(layout);
+    let names = layout.file_names();
     let mut rendered = Vec::with_capacity(configs.len());
     let mut derivatives = Vec::with_capacity(configs.len());
     for (k, pc) in configs.iter().enumerate() {
@@ -194,15 +194,7 @@ fn run_panels(
         .iter()
         .map(|(exp, image)| Statistics::of(exp, image).max_i)
         .fold(0.0, f64::max);
-    let brightest = Statistics {
-        max_i,
-        max_at: (0.0, 0.0),
-        mean: 0.0,
-        rms: 0.0,
-        rmsd: 0.0,
-        rendered: 0,
-    };
-    let scale = int_scale(out.scale, &brightest);
+    let scale = int_scale_of_max(out.scale, max_i);
     let seed = out.seed.unwrap_or_else(time_seed);
     for (k, ((exp, image), name)) in rendered.iter().zip(&names).enumerate() {
         writeln!(con, "panel {}:", layout.panels[k].name)?;
@@ -322,23 +314,6 @@ fn write_panel_images(cfg: &SimConfig, rendered: &[(Experiment, Image)], con: &m
         )?;
     }
     Ok(())
-}
-
-/// File-name parts for the panels: their names where those are distinct and safe in a file
-/// name, else `panelK`.
-fn panel_file_names(layout: &PanelLayout) -> Vec<String> {
-    let safe = |n: &str| {
-        !n.is_empty()
-            && n.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-    };
-    let names: Vec<&str> = layout.panels.iter().map(|p| p.name.as_str()).collect();
-    let distinct = names.iter().collect::<std::collections::BTreeSet<_>>().len() == names.len();
-    if distinct && names.iter().all(|n| safe(n)) {
-        names.iter().map(|n| n.to_string()).collect()
-    } else {
-        (0..names.len()).map(|k| format!("panel{k}")).collect()
-    }
 }
 
 /// `path` with `_PANEL` before its extension.

@@ -127,6 +127,23 @@ impl Panel {
 }
 
 impl PanelLayout {
+    /// File-name parts for the panels (outputs `STEM_PANEL.EXT`): their names where those
+    /// are distinct and safe in a file name, else `panelK`.
+    pub fn file_names(&self) -> Vec<String> {
+        let safe = |n: &str| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        };
+        let names: Vec<&str> = self.panels.iter().map(|p| p.name.as_str()).collect();
+        let distinct = names.iter().collect::<std::collections::BTreeSet<_>>().len() == names.len();
+        if distinct && names.iter().all(|n| safe(n)) {
+            names.iter().map(|n| n.to_string()).collect()
+        } else {
+            (0..names.len()).map(|k| format!("panel{k}")).collect()
+        }
+    }
+
     /// Number of pixels of all panels.
     pub fn pixels(&self) -> usize {
         self.panels.iter().map(|p| p.fpixels * p.spixels).sum()

@@ -65,6 +65,14 @@ impl Shot {
         if let Some(m) = self.matrix {
             cfg.crystal.matrix = Some(m);
         }
+        // a detector of panels: the flags that would move or crop one panel are refused here,
+        // before anything renders
+        if let Some(layout) = &cfg.detector.panels {
+            crate::panels::custom::panel_configs(&cfg, layout, "-geom/-detector_expt").map_err(|e| match e {
+                Error::Flag { flag, message } => self.error(flag.trim_start_matches('-'), message),
+                other => self.error_any(other),
+            })?;
+        }
         if let Err(e) = CrystalLattice::new(&cfg.crystal, cfg.beam.lambda0) {
             let key = [
                 "cell",

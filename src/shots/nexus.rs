@@ -1,5 +1,6 @@
 //! NeXus stacks of a shot run (`-nexusfile` with `-shots`/`-shots_random`): the shots of a shard
-//! go into one NXmx file as a stack `[shots, slow, fast]`, appended and flushed as each shot's
+//! go into one NXmx file as a stack `[shots, slow, fast]` (`[shots, panels, slow, fast]`, one
+//! NXdetector_module per panel, for a detector of several panels), appended and flushed as each shot's
 //! manifest line goes in, so the file holds every shot its manifest lists even after a crash.
 //!
 //! A stack keeps one detector, beam and goniometer axis: a shot whose geometry differs (a shot
@@ -20,7 +21,8 @@ use std::path::{Path, PathBuf};
 /// What shots must share to share a stack: the geometry the file's header describes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StackGeometry {
-    detector: NxDetector,
+    /// One module per panel (one for a flat detector).
+    modules: Vec<NxDetector>,
     beam: NxBeam,
     /// φ start is per shot (in the stack's φ dataset); this holds the first shot's.
     goniometer: NxGoniometer,
@@ -29,10 +31,16 @@ pub struct StackGeometry {
 impl StackGeometry {
     /// The geometry `exp` was rendered with.
     pub fn of(exp: &Experiment) -> Self {
+        Self::of_panels(std::slice::from_ref(exp))
+    }
+
+    /// The geometry of a detector whose panels were rendered with `panels` (they share the
+    /// beam and the crystal: the first gives those).
+    pub fn of_panels(panels: &[Experiment]) -> Self {
         Self {
-            detector: nx_detector(exp),
-            beam: nx_beam(exp),
-            goniometer: nx_goniometer(exp),
+            modules: panels.iter().map(nx_detector).collect(),
+            beam: nx_beam(&panels[0]),
+            goniometer: nx_goniometer(&panels[0]),
         }
     }
 
@@ -42,7 +50,7 @@ impl StackGeometry {
             phi_start_deg: 0.0,
             ..g.clone()
         };
-        self.detector == other.detector
+        self.modules == other.modules
             && self.beam == other.beam
             && phi_free(&self.goniometer) == phi_free(&other.goniometer)
     }
@@ -96,7 +104,7 @@ impl NexusStacks {
             self.finish_open()?;
             let path = self.free_name();
             let g = &shot.geometry;
-            let writer = NxmxWriter::create(&path, &g.detector, &g.beam, &g.goniometer)?;
+            let writer = NxmxWriter::create_modules(&path, &g.modules, &g.beam, &g.goniometer)?;
             self.open = Some((shot.geometry.clone(), writer, path));
         }
         let (_, writer, path) = self.open.as_mut().expect("a stack is open");

@@ -15,6 +15,12 @@
 //!
 //! File names given to those flags only switch the optional outputs on; the names come from
 //! the prefix.
+//!
+//! With a detector of several panels (`-geom`, `-detector_expt`) the float image and the NumPy
+//! array hold every panel, `[P, slow, fast]`, and the other images are written per panel as
+//! `{prefix}{index:06}_{PANEL}.img` and so on, with one int scale for the whole detector and
+//! panel k's noise drawn from the shot's seed + k, as a classic multi-panel run writes them
+//! ([`write_panel_shot`]).
 
 use crate::config::OutputConfig;
 use crate::error::Result;
@@ -22,8 +28,8 @@ use crate::io::{
     cbf::write_cbf, npy::write_npy_f32, pgm::write_pgm, png::write_png_preview, raw::write_float_image, smv::write_smv,
 };
 use crate::output::{
-    cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, pgm_pixels, pgm_scale, smv_fields, NoisePixels,
-    Statistics,
+    cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
+    NoisePixels, Statistics,
 };
 use crate::setup::Experiment;
 use crate::simulate::Image;
@@ -37,7 +43,11 @@ pub fn shot_stem(prefix: &str, index: usize) -> String {
 
 /// The outputs `out` asks for, as (kind, path) for shot `index`.
 pub fn output_files(prefix: &str, index: usize, out: &OutputConfig) -> Vec<(&'static str, PathBuf)> {
-    let stem = shot_stem(prefix, index);
+    files_of_stem(&shot_stem(prefix, index), out)
+}
+
+/// The outputs `out` asks for, as (kind, path) with base name `stem`.
+fn files_of_stem(stem: &str, out: &OutputConfig) -> Vec<(&'static str, PathBuf)> {
     let name = |suffix: &str| PathBuf::from(format!("{stem}{suffix}"));
     let mut files = vec![("float", name(".bin")), ("int", name(".img"))];
     if out.noisefile.is_some() {
@@ -77,7 +87,71 @@ pub fn write_shot(
     exp: &Experiment,
     image: &Image,
 ) -> Result<ShotWritten> {
-    let files = output_files(prefix, index, out);
+    write_image(output_files(prefix, index, out), out, exp, image)
+}
+
+/// Writes shot `index` of a detector of several panels (`panels`: each panel's file-name part,
+/// experiment and image): the float image and NumPy array of every panel `[P, slow, fast]`,
+/// the other images per panel with the detector's int scale and seed + k for panel k. The
+/// statistics are the detector's (`max_I`, `intfile_scale`) with every panel's under
+/// `"panels"`; the NeXus counts are the panels' one after the other.
+pub fn write_panel_shot(
+    prefix: &str,
+    index: usize,
+    out: &OutputConfig,
+    panels: &[(&str, &Experiment, &Image)],
+) -> Result<ShotWritten> {
+    let stem = shot_stem(prefix, index);
+    let brightest = panels
+        .iter()
+        .map(|(_, exp, image)| Statistics::of(exp, image).max_i)
+        .fold(0.0, f64::max);
+    let scale = int_scale_of_max(out.scale, brightest);
+    let mut files = Vec::new();
+    let floats: Vec<f32> = panels
+        .iter()
+        .flat_map(|(_, _, image)| image.data.iter().copied())
+        .collect();
+    let float_path = PathBuf::from(format!("{stem}.bin"));
+    write_float_image(&float_path, &floats)?;
+    files.push(("float", float_path));
+    if out.npyfile.is_some() {
+        let (_, _, first) = panels[0];
+        let npy = PathBuf::from(format!("{stem}.npy"));
+        write_npy_f32(&npy, &[panels.len(), first.spixels, first.fpixels], &floats)?;
+        files.push(("npy", npy));
+    }
+    let seed = out.seed.unwrap_or_else(crate::setup::crystal::time_seed);
+    let (mut per_panel, mut nexus) = (Vec::new(), out.nexusfile.as_ref().map(|_| Vec::new()));
+    for (k, (name, exp, image)) in panels.iter().enumerate() {
+        let panel_out = OutputConfig {
+            scale: Some(scale),
+            seed: Some(seed.wrapping_add(k as i64)),
+            ..out.clone()
+        };
+        let panel_files = files_of_stem(&format!("{stem}_{name}"), &panel_out)
+            .into_iter()
+            .filter(|(kind, _)| !matches!(*kind, "float" | "npy"))
+            .collect();
+        let (written, stats, counts) = write_image(panel_files, &panel_out, exp, image)?;
+        files.extend(written);
+        per_panel.push(stats);
+        if let (Some(all), Some(c)) = (nexus.as_mut(), counts) {
+            all.extend(c);
+        }
+    }
+    let stats = json!({ "max_I": brightest, "intfile_scale": scale, "panels": per_panel });
+    Ok((files, stats, nexus))
+}
+
+/// Writes `files` (kind, path) of one image and gives (files, statistics, NeXus counts) as
+/// [`write_shot`] describes.
+fn write_image(
+    files: Vec<(&'static str, PathBuf)>,
+    out: &OutputConfig,
+    exp: &Experiment,
+    image: &Image,
+) -> Result<ShotWritten> {
     let stats = Statistics::of(exp, image);
     let scale = int_scale(out.scale, &stats);
     let fields = smv_fields(exp);

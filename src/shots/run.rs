@@ -9,7 +9,7 @@ use super::manifest::{
     MANIFEST_VERSION,
 };
 use super::nexus::{NexusShot, NexusStacks, StackGeometry};
-use super::output::write_shot;
+use super::output::{write_panel_shot, write_shot};
 use crate::cli::{parse_args, usage, Parsed, RunOptions};
 use crate::config::{HklSource, Misset, SimConfig};
 use crate::error::{Error, Result};
@@ -224,6 +224,7 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
                         }
                     },
                 };
+                // a shot list cannot move the panels: the first panel's experiment decides
                 if group.first().is_some_and(|first| !first.exp.batches_with(&next.exp)) {
                     ahead = Some(next);
                     break;
@@ -231,14 +232,7 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
                 group.push(next);
                 i += 1;
             }
-            let images = match group.as_slice() {
-                [one] => engine.render(&one.exp, &render_opts).map(|image| vec![image]),
-                _ => {
-                    let exps: Vec<Experiment> = group.iter().map(|p| p.exp.clone()).collect();
-                    engine.render_batch(&exps, &render_opts)
-                }
-            };
-            let images = match images {
+            let images = match render_group(&group, &engine, &render_opts) {
                 Ok(images) => images,
                 Err(e) => {
                     failure = Some(shot_failure(&group[0].shot, e));
@@ -248,13 +242,13 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
             // each shot is charged an equal share of its batch's time
             let render_seconds = t0.elapsed().as_secs_f64() / group.len() as f64;
             let batch = group.len();
-            for (p, image) in group.into_iter().zip(images) {
+            for (p, (exps, images)) in group.into_iter().zip(images) {
                 let msg = Rendered {
                     seq,
                     shot: p.shot,
                     cfg: p.cfg,
-                    exp: p.exp,
-                    image,
+                    exps,
+                    images,
                     render_seconds,
                     batch,
                 };
@@ -308,9 +302,6 @@ fn check_supported(base: &SimConfig) -> Result<()> {
     if out.trace_pixel.is_some() {
         return refuse("-trace_pixel");
     }
-    if base.detector.panels.is_some() {
-        return refuse("-geom/-detector_expt (multi-panel shot runs are not yet written)");
-    }
     if out.printout || out.printout_pixel.is_some() {
         return refuse("-printout");
     }
@@ -330,8 +321,9 @@ struct Rendered {
     seq: usize,
     shot: Shot,
     cfg: SimConfig,
-    exp: Experiment,
-    image: Image,
+    /// One experiment and image per panel (one for a flat detector).
+    exps: Vec<Experiment>,
+    images: Vec<Image>,
     /// The shot's share of its batch's rendering time (s), and the batch's size.
     render_seconds: f64,
     batch: usize,
@@ -347,11 +339,31 @@ struct Context<'a> {
     prints: &'a HashMap<usize, String>,
 }
 
-/// A shot's configuration and resolved experiment, ready to render.
+/// A shot's configuration and resolved experiment, ready to render. With a detector of
+/// several panels (`-geom`, `-detector_expt`), `exp` is the first panel's and `panels` holds
+/// every panel's configuration (its CUSTOM detector, as a classic run renders it); their
+/// experiments are made one panel at a time as they render ([`render_group`]), so a batch holds
+/// one copy of the structure factors, not one per panel.
 struct Prepared {
     shot: Shot,
     cfg: SimConfig,
     exp: Experiment,
+    panels: Vec<SimConfig>,
+}
+
+impl Prepared {
+    /// The number of images the shot renders: its panels, or 1.
+    fn images(&self) -> usize {
+        self.panels.len().max(1)
+    }
+
+    /// The experiment of panel `k` (of the flat detector for `k` = 0 without panels).
+    fn panel(&self, k: usize) -> Result<Experiment> {
+        match self.panels.get(k) {
+            Some(pc) => Experiment::with_structure_factors(pc, self.exp.structure_factors.grid.clone()),
+            None => Ok(self.exp.clone()),
+        }
+    }
 }
 
 /// Resolves a shot (structure factors are read once per source and default_F) and prints C's
@@ -373,7 +385,11 @@ fn prepare(
             g
         }
     };
-    let exp = Experiment::with_structure_factors(&cfg, grid)?;
+    let panels = match &cfg.detector.panels {
+        Some(layout) => crate::panels::custom::panel_configs(&cfg, layout, "-geom/-detector_expt")?,
+        None => Vec::new(),
+    };
+    let exp = Experiment::with_structure_factors(panels.first().unwrap_or(&cfg), grid)?;
     for w in &exp.warnings {
         if warned.insert(w.clone()) {
             println!("WARNING: {w}");
@@ -383,7 +399,32 @@ fn prepare(
         shot: shot.clone(),
         cfg,
         exp,
+        panels,
     })
+}
+
+/// The experiments and images of a group of shots that batch together, `[shot][panel]`,
+/// rendered panel by panel (the experiments without their structure factors, which the writers
+/// do not need).
+fn render_group(
+    group: &[Prepared],
+    engine: &crate::engine::Engine,
+    opts: &RenderOptions,
+) -> Result<Vec<(Vec<Experiment>, Vec<Image>)>> {
+    let mut out: Vec<(Vec<Experiment>, Vec<Image>)> = group.iter().map(|_| Default::default()).collect();
+    for k in 0..group[0].images() {
+        let exps = group.iter().map(|p| p.panel(k)).collect::<Result<Vec<_>>>()?;
+        let images = match exps.as_slice() {
+            [one] => vec![engine.render(one, opts)?],
+            _ => engine.render_batch(&exps, opts)?,
+        };
+        for ((shot, mut exp), image) in out.iter_mut().zip(exps).zip(images) {
+            exp.structure_factors.grid = None;
+            shot.0.push(exp);
+            shot.1.push(image);
+        }
+    }
+    Ok(out)
 }
 
 /// A shot whose files are written: its place in the render order, its manifest line, the line
@@ -404,8 +445,20 @@ fn write_one(ctx: &Context, r: Rendered) -> Result<Finished> {
         line: r.shot.line(),
         source: Box::new(e),
     };
-    let (files, stats, nexus_counts) =
-        write_shot(ctx.prefix, r.shot.index, &r.cfg.output, &r.exp, &r.image).map_err(shot_err)?;
+    let written = match &r.cfg.detector.panels {
+        Some(layout) => {
+            let names = layout.file_names();
+            let panels: Vec<(&str, &Experiment, &Image)> = names
+                .iter()
+                .zip(&r.exps)
+                .zip(&r.images)
+                .map(|((n, e), i)| (n.as_str(), e, i))
+                .collect();
+            write_panel_shot(ctx.prefix, r.shot.index, &r.cfg.output, &panels)
+        }
+        None => write_shot(ctx.prefix, r.shot.index, &r.cfg.output, &r.exps[0], &r.images[0]),
+    };
+    let (files, stats, nexus_counts) = written.map_err(shot_err)?;
     let mut records = Vec::with_capacity(files.len());
     for (kind, path) in &files {
         let mut f = std::fs::File::open(path).map_err(|e| shot_err(Error::io(path, e)))?;
@@ -434,7 +487,7 @@ fn write_one(ctx: &Context, r: Rendered) -> Result<Finished> {
         "shot_sha256": ctx.prints[&r.shot.index],
         "overrides": overrides,
         "args": r.shot.args,
-        "params": effective_params(&r.cfg, &r.exp),
+        "params": effective_params(&r.cfg, &r.exps[0]),
         "stats": stats,
         "files": records,
         "render_seconds": r.render_seconds,
@@ -451,9 +504,9 @@ fn write_one(ctx: &Context, r: Rendered) -> Result<Finished> {
         write_seconds
     );
     let nexus = nexus_counts.map(|counts| NexusShot {
-        geometry: StackGeometry::of(&r.exp),
+        geometry: StackGeometry::of_panels(&r.exps),
         counts,
-        photons: r.image.data,
+        photons: r.images.into_iter().flat_map(|i| i.data).collect(),
     });
     Ok(Finished {
         seq: r.seq,

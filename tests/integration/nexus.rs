@@ -342,3 +342,33 @@ fn a_multi_panel_nexus_file_needs_panels_of_one_size() {
     assert!(!out.status.success() && err.contains("-nexusfile"), "{err}");
     assert!(!dir.path().join("p.nxs").exists());
 }
+
+/// A shot run over a detector of panels stacks `[shots, panels, slow, fast]`, one module per
+/// panel, each shot's photons its float image.
+#[test]
+fn a_shot_run_over_panels_stacks_shots_and_panels() {
+    if !have_h5py() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let expt = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/panels/four_tilted.expt");
+    let mut args = common::flags(&[common::LIGHT_CRYSTAL, "-oversample 1 -nonoise -nopgm"]);
+    args.extend(["-detector_expt", expt.to_str().unwrap(), "-nexusfile", "x.nxs"]);
+    args.extend(["-shots_random", "3", "-seed", "3", "-prefix", "shot_"]);
+    run(dir.path(), &args);
+    let v = read_nexus(&dir.path().join("shot_shots.nxs"), &["--dump"]);
+    assert_eq!(v["shape"], serde_json::json!([3, 4, 24, 32]));
+    assert_eq!(v["modules"].as_array().unwrap().len(), 4);
+    for line in manifest(dir.path()) {
+        let k = line["nexus"]["index"].as_u64().unwrap() as usize;
+        let shot = line["index"].as_u64().unwrap();
+        let want = common::read_f32(&dir.path().join(format!("shot_{shot:06}.bin")));
+        let got: Vec<f32> = v["photons"][k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        assert_eq!(got, want, "shot {shot} at stack index {k}");
+    }
+}

@@ -861,3 +861,104 @@ fn k8s_indexed_job_wires_the_completion_index_to_the_shard() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("JOB_COMPLETION_INDEX"));
 }
+
+/// Three shots, two of which batch together.
+const PANEL_LIST: &str = r#"{"misset": [1, 2, 3]}
+{"misset": [10, 20, 30], "fluence": 2e29}
+{"misset": [4, 5, 6], "lambda": 6.0, "seed": 5}
+"#;
+
+/// A shot list over a detector of panels (`-detector_expt`): each shot's files are those of
+/// the classic multi-panel run of the base flags plus the shot's arguments (the float image
+/// `[P, slow, fast]`, each panel's int and noise images under its name), rendered in batches
+/// of two.
+#[test]
+fn shots_over_panels_write_the_classic_multi_panel_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let expt = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/panels/four_tilted.expt");
+    let expt = expt.to_str().unwrap();
+    let base = || {
+        let mut a = common::flags(&[common::LIGHT_CRYSTAL, "-oversample 1 -seed 11"]);
+        a.extend(["-detector_expt", expt]);
+        a
+    };
+    std::fs::write(tmp.path().join("shots.jsonl"), PANEL_LIST).unwrap();
+    let mut args = base();
+    args.extend(["-shots", "shots.jsonl", "-prefix", "s_", "-shot_batch", "2", "-nopgm"]);
+    ok(&run_in(tmp.path(), &args));
+    let lines = common::json_lines(&tmp.path().join("manifest.jsonl"));
+    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l["render_batch"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![2, 2, 1]
+    );
+    let panels = ["tilt0", "tilt1", "tilt2", "tilt3"];
+    for (k, line) in lines.iter().enumerate() {
+        // float, then int and noise per panel
+        assert_eq!(line["files"].as_array().unwrap().len(), 1 + 2 * panels.len());
+        assert_eq!(line["stats"]["panels"].as_array().unwrap().len(), panels.len());
+        let shot_args: Vec<String> = line["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
+        let mut classic = base();
+        classic.extend(shot_args.iter().map(String::as_str));
+        classic.extend([
+            "-floatfile",
+            "c.bin",
+            "-intfile",
+            "c.img",
+            "-noisefile",
+            "c_noise.img",
+            "-nopgm",
+        ]);
+        ok(&run_in(tmp.path(), &classic));
+        let mut pairs = vec![("c.bin".to_string(), format!("s_{k:06}.bin"))];
+        for p in panels {
+            pairs.push((format!("c_{p}.img"), format!("s_{k:06}_{p}.img")));
+            pairs.push((format!("c_noise_{p}.img"), format!("s_{k:06}_{p}_noise.img")));
+        }
+        for (want, got) in pairs {
+            let (w, g) = (tmp.path().join(&want), tmp.path().join(&got));
+            assert!(
+                std::fs::read(&w).unwrap() == std::fs::read(&g).unwrap(),
+                "shot {k}: {got} differs from the classic run's {want}"
+            );
+        }
+    }
+}
+
+/// A shot list that would move one panel is refused before anything renders, naming the line
+/// and the key.
+#[test]
+fn a_shot_moving_one_panel_is_refused_naming_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let expt = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/panels/four_tilted.expt");
+    std::fs::write(
+        tmp.path().join("shots.jsonl"),
+        "{\"misset\": [1, 2, 3]}\n{\"twotheta\": 3}\n",
+    )
+    .unwrap();
+    let mut args = common::flags(&[common::LIGHT_CRYSTAL]);
+    args.extend([
+        "-detector_expt",
+        expt.to_str().unwrap(),
+        "-shots",
+        "shots.jsonl",
+        "-prefix",
+        "s_",
+    ]);
+    let out = run_in(tmp.path(), &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("shots.jsonl") && err.contains(":2") && err.contains("twotheta"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("s_000000.bin").exists(), "rendered before refusing");
+}

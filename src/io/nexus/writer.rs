@@ -72,7 +72,18 @@ impl NxmxWriter {
     /// Create `path` (overwriting) and write all metadata; shots follow via
     /// [`Self::append_shot`]. The file has its final name from the start.
     pub fn create(path: &Path, det: &NxDetector, beam: &NxBeam, gonio: &NxGoniometer) -> Result<Self, NxError> {
-        Self::create_at(path, None, std::slice::from_ref(det), beam, gonio)
+        Self::create_modules(path, std::slice::from_ref(det), beam, gonio)
+    }
+
+    /// Like [`Self::create`] for a detector of several modules (see
+    /// [`Self::create_atomic_modules`]).
+    pub fn create_modules(
+        path: &Path,
+        modules: &[NxDetector],
+        beam: &NxBeam,
+        gonio: &NxGoniometer,
+    ) -> Result<Self, NxError> {
+        Self::create_at(path, None, modules, beam, gonio)
     }
 
     /// Like [`Self::create`] but writes `<path>.partial`, renamed to `path` by [`Self::finish`].
