@@ -205,6 +205,29 @@ fn batched_shot_runs_write_the_same_files_as_one_shot_at_a_time() {
     assert_eq!(sizes(&batched), vec![3, 3, 3, 1, 1, 1, 2, 2]);
 }
 
+/// The classic run, in `dir`, of the flags `base` plus the arguments a manifest `line` records
+/// for its shot, writing `c.bin`, `c.img` and `c_noise.img` (`c_PANEL.img`, … per panel).
+fn run_classic_shot(dir: &Path, base: &[&str], line: &serde_json::Value) {
+    let shot_args: Vec<&str> = line["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let mut args = base.to_vec();
+    args.extend(shot_args);
+    args.extend([
+        "-floatfile",
+        "c.bin",
+        "-intfile",
+        "c.img",
+        "-noisefile",
+        "c_noise.img",
+        "-nopgm",
+    ]);
+    ok(&run_in(dir, &args));
+}
+
 #[test]
 fn a_shot_is_the_classic_run_of_base_flags_plus_its_args() {
     // independent expectation: the plain binary, given the base flags and the flags the manifest
@@ -220,24 +243,7 @@ fn a_shot_is_the_classic_run_of_base_flags_plus_its_args() {
     for k in [0usize, 1, 3, 5] {
         let line = &lines[k];
         assert_eq!(line["index"].as_u64(), Some(k as u64));
-        let shot_args: Vec<String> = line["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap().to_string())
-            .collect();
-        let mut args = args_with(&[]);
-        args.extend(shot_args.iter().map(String::as_str));
-        args.extend([
-            "-floatfile",
-            "c.bin",
-            "-intfile",
-            "c.img",
-            "-noisefile",
-            "c_noise.img",
-            "-nopgm",
-        ]);
-        ok(&run_in(tmp.path(), &args));
+        run_classic_shot(tmp.path(), &args_with(&[]), line);
         for (classic, shot) in [("c.bin", ".bin"), ("c.img", ".img"), ("c_noise.img", "_noise.img")] {
             let want = std::fs::read(tmp.path().join(classic)).unwrap();
             let got = std::fs::read(tmp.path().join(format!("s_{k:06}{shot}"))).unwrap();
@@ -900,24 +906,7 @@ fn shots_over_panels_write_the_classic_multi_panel_files() {
         // float, then int and noise per panel
         assert_eq!(line["files"].as_array().unwrap().len(), 1 + 2 * panels.len());
         assert_eq!(line["stats"]["panels"].as_array().unwrap().len(), panels.len());
-        let shot_args: Vec<String> = line["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap().to_string())
-            .collect();
-        let mut classic = base();
-        classic.extend(shot_args.iter().map(String::as_str));
-        classic.extend([
-            "-floatfile",
-            "c.bin",
-            "-intfile",
-            "c.img",
-            "-noisefile",
-            "c_noise.img",
-            "-nopgm",
-        ]);
-        ok(&run_in(tmp.path(), &classic));
+        run_classic_shot(tmp.path(), &base(), line);
         let mut pairs = vec![("c.bin".to_string(), format!("s_{k:06}.bin"))];
         for p in panels {
             pairs.push((format!("c_{p}.img"), format!("s_{k:06}_{p}.img")));
