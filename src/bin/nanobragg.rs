@@ -119,7 +119,7 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
         print_pixels(&exp, &image, con)?;
     }
     print_traces(&cfg, &exp, con)?;
-    write_outputs(&cfg, &exp, &image, true, con)?;
+    write_outputs(&cfg, &exp, &image, Statistics::of(&exp, &image), true, con)?;
     write_derivatives(&cfg, &exp, &render, &run_opts, con)
 }
 
@@ -190,16 +190,15 @@ fn run_panels(
     }
     write_panel_images(cfg, &rendered, con)?;
     write_panel_derivatives(cfg, &derivatives, con)?;
-    let max_i = rendered
-        .iter()
-        .map(|(exp, image)| Statistics::of(exp, image).max_i)
-        .fold(0.0, f64::max);
+    // each panel's statistics once: the detector's brightest pixel, then its own printout
+    let stats: Vec<Statistics> = rendered.iter().map(|(exp, image)| Statistics::of(exp, image)).collect();
+    let max_i = stats.iter().map(|s| s.max_i).fold(0.0, f64::max);
     let scale = int_scale_of_max(out.scale, max_i);
     let seed = out.seed.unwrap_or_else(time_seed);
-    for (k, ((exp, image), name)) in rendered.iter().zip(&names).enumerate() {
+    for (k, (((exp, image), name), stats)) in rendered.iter().zip(&names).zip(stats).enumerate() {
         writeln!(con, "panel {}:", layout.panels[k].name)?;
         let per_panel = panel_outputs(cfg, name, scale, seed.wrapping_add(k as i64));
-        write_outputs(&per_panel, exp, image, false, con)?;
+        write_outputs(&per_panel, exp, image, stats, false, con)?;
     }
     if let Some(nexus) = &out.nexusfile {
         write_panels_nexus(nexus, cfg, &rendered, scale, seed)?;
@@ -455,7 +454,14 @@ fn print_traces(cfg: &SimConfig, exp: &Experiment, con: &mut Out) -> Result<()> 
 
 /// Every output of one image; `float` writes `-floatfile` (a multi-panel run writes it for all
 /// panels at once).
-fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, float: bool, con: &mut Out) -> Result<()> {
+fn write_outputs(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    image: &Image,
+    stats: Statistics,
+    float: bool,
+    con: &mut Out,
+) -> Result<()> {
     let out = &cfg.output;
     let sr = image.omega_sum / exp.steps as f64;
     let g = fmt_g;
@@ -465,7 +471,6 @@ fn write_outputs(cfg: &SimConfig, exp: &Experiment, image: &Image, float: bool, 
         g(sr),
         g(100.0 * sr / 4.0 / std::f64::consts::PI)
     )?;
-    let stats = Statistics::of(exp, image);
     if float {
         write_float_image(&out.floatfile, &image.data)?;
         writeln!(

@@ -87,7 +87,13 @@ pub fn write_shot(
     exp: &Experiment,
     image: &Image,
 ) -> Result<ShotWritten> {
-    write_image(output_files(prefix, index, out), out, exp, image)
+    write_image(
+        output_files(prefix, index, out),
+        out,
+        exp,
+        image,
+        Statistics::of(exp, image),
+    )
 }
 
 /// Writes shot `index` of a detector of several panels (`panels`: each panel's file-name part,
@@ -102,10 +108,12 @@ pub fn write_panel_shot(
     panels: &[(&str, &Experiment, &Image)],
 ) -> Result<ShotWritten> {
     let stem = shot_stem(prefix, index);
-    let brightest = panels
+    // each panel's statistics once: the detector's brightest pixel, then its own line
+    let stats: Vec<Statistics> = panels
         .iter()
-        .map(|(_, exp, image)| Statistics::of(exp, image).max_i)
-        .fold(0.0, f64::max);
+        .map(|(_, exp, image)| Statistics::of(exp, image))
+        .collect();
+    let brightest = stats.iter().map(|s| s.max_i).fold(0.0, f64::max);
     let scale = int_scale_of_max(out.scale, brightest);
     let mut files = Vec::new();
     let floats: Vec<f32> = panels
@@ -123,7 +131,7 @@ pub fn write_panel_shot(
     }
     let seed = out.seed.unwrap_or_else(crate::setup::crystal::time_seed);
     let (mut per_panel, mut nexus) = (Vec::new(), out.nexusfile.as_ref().map(|_| Vec::new()));
-    for (k, (name, exp, image)) in panels.iter().enumerate() {
+    for (k, ((name, exp, image), stats)) in panels.iter().zip(stats).enumerate() {
         let panel_out = OutputConfig {
             scale: Some(scale),
             seed: Some(seed.wrapping_add(k as i64)),
@@ -133,7 +141,7 @@ pub fn write_panel_shot(
             .into_iter()
             .filter(|(kind, _)| !matches!(*kind, "float" | "npy"))
             .collect();
-        let (written, stats, counts) = write_image(panel_files, &panel_out, exp, image)?;
+        let (written, stats, counts) = write_image(panel_files, &panel_out, exp, image, stats)?;
         files.extend(written);
         per_panel.push(stats);
         if let (Some(all), Some(c)) = (nexus.as_mut(), counts) {
@@ -144,15 +152,15 @@ pub fn write_panel_shot(
     Ok((files, stats, nexus))
 }
 
-/// Writes `files` (kind, path) of one image and gives (files, statistics, NeXus counts) as
-/// [`write_shot`] describes.
+/// Writes `files` (kind, path) of one image whose statistics are `stats` and gives (files,
+/// statistics as JSON, NeXus counts) as [`write_shot`] describes.
 fn write_image(
     files: Vec<(&'static str, PathBuf)>,
     out: &OutputConfig,
     exp: &Experiment,
     image: &Image,
+    stats: Statistics,
 ) -> Result<ShotWritten> {
-    let stats = Statistics::of(exp, image);
     let scale = int_scale(out.scale, &stats);
     let fields = smv_fields(exp);
     let mut extra = serde_json::Map::new();
