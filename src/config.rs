@@ -138,6 +138,10 @@ pub struct DetectorConfig {
     /// file's frame; it replaces the one panel the other detector flags describe.
     #[serde(default)]
     pub panels: Option<crate::panels::PanelLayout>,
+    /// The grouping whose groups the panel motions move (`-panel_groups`; `None` = each
+    /// panel alone): see [`crate::panels::groups`].
+    #[serde(default)]
+    pub panel_groups: Option<String>,
 }
 
 impl Default for DetectorConfig {
@@ -172,6 +176,7 @@ impl Default for DetectorConfig {
             roi: None,
             mask: None,
             panels: None,
+            panel_groups: None,
         }
     }
 }

@@ -75,8 +75,36 @@ impl<B: PixelKernel> Simulator<B> {
 
     /// A simulator from a configuration, with its parameters at the values the host setup
     /// resolves (trainable).
+    ///
+    /// A detector of several panels (`-geom`, `-detector_expt`) is refused: see
+    /// [`Simulator::panels`].
     pub fn new(cfg: &SimConfig, device: &B::Device) -> Result<Self> {
+        if cfg.detector.panels.is_some() {
+            return Err(Error::Config(
+                "Simulator::new renders one panel; for a detector of several panels (-geom, -detector_expt) use Simulator::panels, one simulator a panel".into(),
+            ));
+        }
+        Self::with_grid(cfg, load_structure_factors(cfg)?, device)
+    }
+
+    /// One simulator per panel of a detector of several panels (`-geom`, `-detector_expt`), in
+    /// the file's order, each rendering `[slow, fast]` of its panel as the CUSTOM detector C
+    /// would be given for it alone (`docs/panels.md`). Each one's `params` hold that panel's
+    /// own `beam_center` (the panel moved along −fast, −slow), `close_distance` (along its
+    /// outward normal) and `detector_rotation` (about the lab axes through the sample), and a
+    /// copy of the run's other parameters. The structure factors are read once.
+    pub fn panels(cfg: &SimConfig, device: &B::Device) -> Result<Vec<Self>> {
+        let layout = cfg.detector.panels.as_ref().ok_or_else(|| {
+            Error::Config("Simulator::panels needs a detector of several panels (-geom, -detector_expt)".into())
+        })?;
         let grid = load_structure_factors(cfg)?;
+        crate::panels::custom::panel_configs(cfg, layout, "-geom/-detector_expt")?
+            .iter()
+            .map(|pc| Self::with_grid(pc, grid.clone(), device))
+            .collect()
+    }
+
+    fn with_grid(cfg: &SimConfig, grid: Option<crate::io::hkl::HklGrid>, device: &B::Device) -> Result<Self> {
         let exp = Experiment::with_structure_factors(cfg, grid)?;
         let options = RenderOptions {
             max_chunk_elements: Some(FORWARD_CHUNK_ELEMENTS),

@@ -4,6 +4,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
 use nanobragg::config::{HklSource, Pivot, SimConfig};
 use nanobragg::console::Console;
+use nanobragg::derivative::DerivativeImage;
 use nanobragg::engine::Engine;
 use nanobragg::io::cfmt::fmt_g;
 use nanobragg::io::hkl::HklGrid;
@@ -21,7 +22,11 @@ use nanobragg::output::{
     cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
     NoisePixels, NonFinite, Statistics,
 };
-use nanobragg::panels::{custom::panel_configs, PanelLayout};
+use nanobragg::panels::motion::{motion_index, panel_coefficients, BASE, MOTION_SPECS};
+use nanobragg::panels::{
+    custom::{panel_configs, run_frame},
+    PanelLayout,
+};
 use nanobragg::setup::{crystal::time_seed, load_structure_factors, Experiment};
 use nanobragg::simulate::{Image, Progress, RenderOptions};
 use nanobragg::trace::trace_pixel;
@@ -159,6 +164,9 @@ fn run_panels(
     }
     let render = render_options(cfg, run_opts, threads);
     let names = layout.file_names();
+    let grouping = layout.grouping(cfg.detector.panel_groups.as_deref().unwrap_or("panels"))?;
+    let (beam, polar) = run_frame(cfg)?;
+    let coefficients = panel_coefficients(layout, &grouping, beam, polar);
     let mut rendered = Vec::with_capacity(configs.len());
     let mut derivatives = Vec::with_capacity(configs.len());
     for (k, pc) in configs.iter().enumerate() {
@@ -182,7 +190,7 @@ fn run_panels(
         )?;
         let image = engine.render(&exp, &render)?;
         check_finite(&image, run_opts.allow_nonfinite, con)?;
-        derivatives.push(panel_derivatives(pc, &exp, &render, &engine)?);
+        derivatives.push(panel_derivatives(pc, &exp, &coefficients[k], &render, &engine)?);
         // the outputs need no structure factors: keep one copy of the grid, not one a panel
         let mut exp = exp;
         exp.structure_factors.grid = None;
@@ -239,34 +247,59 @@ fn write_panels_nexus(
     write_nexus_panels(path, &panels)
 }
 
-/// `-derivative NAME FILE` for one panel: ∂pixel/∂NAME with NAME the panel's own parameter
-/// where it is a detector one (its CUSTOM detector's `close_distance`, `Xbeam` = `-Xclose`,
-/// `Ybeam` = `-Yclose`, `detector_rotx/y/z` about the lab axes through the sample), the run's
-/// otherwise. Empty when no derivative is asked for.
+/// `-derivative NAME FILE` for one panel, in the order asked: ∂pixel/∂NAME with NAME the
+/// panel's own parameter where it is a detector one (its CUSTOM detector's `close_distance`,
+/// `Xbeam` = `-Xclose`, `Ybeam` = `-Yclose`, `detector_rotx/y/z` about the lab axes through
+/// the sample), its group's motion for `panel_*` (a combination of those, by `coefficients`:
+/// `nanobragg::panels::motion`), the run's otherwise. Empty when no derivative is asked for.
 fn panel_derivatives(
     cfg: &SimConfig,
     exp: &Experiment,
+    coefficients: &[[f64; 6]; 6],
     render: &RenderOptions,
     engine: &Engine,
-) -> Result<Vec<nanobragg::derivative::DerivativeImage>> {
-    let names: Vec<&str> = cfg.output.derivatives.iter().map(|(n, _)| n.as_str()).collect();
-    if names.is_empty() {
+) -> Result<Vec<DerivativeImage>> {
+    let asked: Vec<&str> = cfg.output.derivatives.iter().map(|(n, _)| n.as_str()).collect();
+    if asked.is_empty() {
         return Ok(Vec::new());
+    }
+    // the motions' base images are rendered with the others, once each
+    let mut names: Vec<&str> = asked.iter().copied().filter(|n| motion_index(n).is_none()).collect();
+    if asked.iter().any(|n| motion_index(n).is_some()) {
+        let missing: Vec<&str> = BASE.iter().copied().filter(|b| !names.contains(b)).collect();
+        names.extend(missing);
     }
     let opts = RenderOptions {
         progress: None,
         ..render.clone()
     };
-    engine.derivatives(cfg, exp, &names, &opts)
+    let images = engine.derivatives(cfg, exp, &names, &opts)?;
+    let image_of = |name: &str| &images[names.iter().position(|n| *n == name).expect("rendered")].data;
+    let combine = |m: usize| DerivativeImage {
+        spec: MOTION_SPECS[m],
+        data: (0..exp.detector.pixels())
+            .map(|p| {
+                (0..6)
+                    .map(|b| coefficients[m][b] * image_of(BASE[b])[p] as f64)
+                    .sum::<f64>() as f32
+            })
+            .collect(),
+    };
+    Ok(asked
+        .iter()
+        .map(|n| match motion_index(n) {
+            Some(m) => combine(m),
+            None => DerivativeImage {
+                spec: images[names.iter().position(|x| x == n).expect("rendered")].spec,
+                data: image_of(n).clone(),
+            },
+        })
+        .collect())
 }
 
 /// `-derivative NAME FILE` of a multi-panel run: every panel's derivative image, one after the
 /// other (`[P, slow, fast]` raw f32, as `-floatfile`).
-fn write_panel_derivatives(
-    cfg: &SimConfig,
-    per_panel: &[Vec<nanobragg::derivative::DerivativeImage>],
-    con: &mut Out,
-) -> Result<()> {
+fn write_panel_derivatives(cfg: &SimConfig, per_panel: &[Vec<DerivativeImage>], con: &mut Out) -> Result<()> {
     for (j, (_, path)) in cfg.output.derivatives.iter().enumerate() {
         let parts: Vec<&[f32]> = per_panel.iter().map(|d| d[j].data.as_slice()).collect();
         write_float_parts(path, &parts)?;
@@ -395,6 +428,12 @@ fn write_derivatives(
         return Ok(());
     }
     let names: Vec<&str> = wanted.iter().map(|(n, _)| n.as_str()).collect();
+    if let Some(motion) = names.iter().find(|n| motion_index(n).is_some()) {
+        return Err(Error::flag(
+            "-derivative",
+            format!("{motion} moves groups of the panels of -geom or -detector_expt; for one panel given by flags, use Xbeam, Ybeam, close_distance and detector_rotx/y/z"),
+        ));
+    }
     let opts = RenderOptions {
         progress: None,
         ..render.clone()

@@ -159,8 +159,15 @@ fn read_panels(cfg: &mut SimConfig, items: &[Item<'_>]) -> Result<()> {
         .iter()
         .filter(|it| matches!(it.opt, Opt::Geom | Opt::DetectorExpt))
         .collect();
+    let groups = items.iter().rfind(|it| it.opt == Opt::PanelGroups);
     let Some(last) = given.last() else {
-        return Ok(());
+        return match groups {
+            Some(g) => Err(Error::flag(
+                g.flag,
+                "moves groups of the panels of -geom or -detector_expt: give one",
+            )),
+            None => Ok(()),
+        };
     };
     if let Some(other) = given.iter().find(|it| it.opt != last.opt) {
         return Err(Error::flag(
@@ -175,6 +182,10 @@ fn read_panels(cfg: &mut SimConfig, items: &[Item<'_>]) -> Result<()> {
     };
     if let Some(lambda) = layout.beam.wavelength {
         cfg.beam.lambda0 = lambda;
+    }
+    if let Some(g) = groups {
+        layout.grouping(g.values[0])?;
+        cfg.detector.panel_groups = Some(g.values[0].to_string());
     }
     cfg.detector.panels = Some(layout);
     Ok(())
@@ -192,7 +203,10 @@ pub fn apply_args<S: AsRef<str>>(cfg: &SimConfig, opts: RunOptions, args: &[S]) 
     let items = tokenize(&args)?.ok_or_else(|| Error::flag("-h", "not allowed here"))?;
     let mut st = State::from_config(cfg.clone(), opts);
     for it in &items {
-        if matches!(it.opt, Opt::Img | Opt::Mask | Opt::Geom | Opt::DetectorExpt) {
+        if matches!(
+            it.opt,
+            Opt::Img | Opt::Mask | Opt::Geom | Opt::DetectorExpt | Opt::PanelGroups
+        ) {
             return Err(Error::flag(
                 it.flag,
                 "cannot be applied on top of a parsed configuration",
@@ -641,7 +655,7 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
         Opt::Hkl => xtal.hkl = crate::config::HklSource::File(v.path()),
         Opt::Mat => st.matfile = Some(v.path()),
         Opt::Sourcefile => st.sourcefile = Some(v.path()),
-        Opt::Img | Opt::Mask | Opt::StolIgnored | Opt::Geom | Opt::DetectorExpt => {}
+        Opt::Img | Opt::Mask | Opt::StolIgnored | Opt::Geom | Opt::DetectorExpt | Opt::PanelGroups => {}
         Opt::Cell => {
             let mut c = [0.0; 6];
             for (k, slot) in c.iter_mut().enumerate().take(it.values.len()) {
@@ -916,7 +930,10 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
         // Port-only options.
         Opt::Pngfile => out.pngfile = Some(v.path()),
         Opt::Derivative => {
-            let name = crate::derivative::find(v.values[0])?.name;
+            let name = match crate::panels::motion::motion_index(v.values[0]) {
+                Some(m) => crate::panels::motion::MOTIONS[m].0,
+                None => crate::derivative::find(v.values[0])?.name,
+            };
             out.derivatives.push((name.to_string(), PathBuf::from(v.values[1])));
         }
         Opt::Npyfile => out.npyfile = Some(v.path()),

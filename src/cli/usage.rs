@@ -136,11 +136,16 @@ Port options
                             images are written per panel (docs/panels.md)
   -detector_expt FILE       the same from the first detector of a DIALS experiment list
                             (.expt); its wavelength unless -lambda/-energy
+  -panel_groups NAME        the groups of panels the panel_* derivatives move: panels
+                            (each alone, default), all, a CrystFEL rigid_group_collection,
+                            or a DIALS hierarchy level (level1, level2, ...)
   -derivative NAME FILE     ∂(pixel)/∂NAME per pixel as raw f32, in NAME's flag units
                             (repeatable; NAME: distance close_distance Xbeam Ybeam cell_a
                             cell_b cell_c cell_alpha cell_beta cell_gamma misset_x misset_y
                             misset_z phi lambda dispersion Na Nb Nc mosaic detector_rotx
-                            detector_roty detector_rotz twotheta polar fluence default_F water)
+                            detector_roty detector_rotz twotheta polar fluence default_F water;
+                            with panels: panel_X panel_Y panel_Z (mm, the file's axes) and
+                            panel_rot_O panel_rot_F panel_rot_S (°, each group's own axes))
   -engine cpu|wgpu          compute engine: burn-ndarray on the CPU (default), or burn-wgpu
                             (f32; any Vulkan/Metal/DX12 adapter, llvmpipe without a GPU)
   -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)

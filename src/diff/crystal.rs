@@ -13,6 +13,7 @@
 use super::rotation::rotation_xyz;
 use super::{components, const_vec3, cross3, dot3, mat_vec3, norm3};
 use crate::config::Vec3;
+use crate::physics::trig::{cos, sin};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// Direct and reciprocal vectors of the lattice at φ = 0, no mosaic rotation.
@@ -44,11 +45,11 @@ pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3
     let (device, dtype) = (cell.device(), cell.dtype());
     let angles = cell.narrow(0, 3, 3);
     let [alpha, beta, gamma] = components(&angles);
-    let [sin_a, sin_b, sin_g] = components(&angles.clone().sin());
-    let [cos_a, cos_b, cos_g] = components(&angles.clone().cos());
+    let [sin_a, sin_b, sin_g] = components(&sin(angles.clone()));
+    let [cos_a, cos_b, cos_g] = components(&cos(angles.clone()));
 
     let s = angles.sum() / 2.0;
-    let skew = (s.clone().sin() * (s.clone() - alpha).sin() * (s.clone() - beta).sin() * (s - gamma).sin()).abs();
+    let skew = (sin(s.clone()) * sin(s.clone() - alpha) * sin(s.clone() - beta) * sin(s - gamma)).abs();
     let abc = a.clone() * b.clone() * c.clone();
     let volume = abc.clone() * 2.0 * skew.sqrt();
     let v_inv = volume.clone().recip();

@@ -5,6 +5,7 @@
 //! [`geometry::axis_rotation`]: crate::geometry::axis_rotation
 
 use super::components;
+use crate::physics::trig::{cos, sin};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// The `[3, 3]` matrix `Rz(rz)·Ry(ry)·Rx(rx)` of `angles = [rx, ry, rz]` (`[3]`, rad, right-handed
@@ -13,8 +14,8 @@ use burn::tensor::{backend::Backend, Tensor};
 /// The host skips an axis whose angle is exactly 0; with sin 0 = 0 and cos 0 = 1 the matrix
 /// gives the same values (and the gradient at 0 is the true one).
 pub fn rotation_xyz<B: Backend>(angles: Tensor<B, 1>) -> Tensor<B, 2> {
-    let [sx, sy, sz] = components(&angles.clone().sin());
-    let [cx, cy, cz] = components(&angles.cos());
+    let [sx, sy, sz] = components(&sin(angles.clone()));
+    let [cx, cy, cz] = components(&cos(angles));
     let entries = vec![
         // row x
         cy.clone() * cz.clone(),
@@ -42,8 +43,8 @@ pub fn axis_rotation<B: Backend>(axis: Tensor<B, 1>, angle: Tensor<B, 1>) -> Ten
 /// Batched [`axis_rotation`]: unit axes `[M, 3]` and angles `[M]` (rad) → `[M, 3, 3]`.
 pub fn axis_rotations<B: Backend>(axes: Tensor<B, 2>, angles: Tensor<B, 1>) -> Tensor<B, 3> {
     let m = axes.dims()[0];
-    let sin = angles.clone().sin().reshape([m, 1, 1]);
-    let cos = angles.cos().reshape([m, 1, 1]);
+    let sin = sin(angles.clone()).reshape([m, 1, 1]);
+    let cos = cos(angles).reshape([m, 1, 1]);
     let outer = axes.clone().unsqueeze_dim::<3>(2) * axes.clone().unsqueeze_dim::<3>(1);
     identities(&axes) * cos.clone() + skew_matrices(axes) * sin + outer * (cos.neg() + 1.0)
 }

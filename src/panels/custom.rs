@@ -150,13 +150,24 @@ fn refuse_single_panel_flags(d: &DetectorConfig, file: &str) -> Result<()> {
 /// `-beam_vector`/`-polar_vector`) place the file's frame.
 pub fn panel_configs(cfg: &SimConfig, layout: &PanelLayout, file: &str) -> Result<Vec<SimConfig>> {
     refuse_single_panel_flags(&cfg.detector, file)?;
-    let base = DetectorConfig {
-        panels: None,
-        ..cfg.detector.clone()
-    };
-    let run = DetectorGeometry::new(&base)?;
+    let run = run_geometry(cfg)?;
     let placed = layout.in_run_frame(run.beam, super::perpendicular(run.beam, run.polar));
     Ok(placed.panels.iter().map(|p| panel_config(cfg, &run, p)).collect())
+}
+
+/// The run's detector without its panels: its convention's frame.
+fn run_geometry(cfg: &SimConfig) -> Result<DetectorGeometry> {
+    DetectorGeometry::new(&DetectorConfig {
+        panels: None,
+        ..cfg.detector.clone()
+    })
+}
+
+/// The run's beam vector and the polarization vector a panel file's frame is placed by
+/// ([`PanelLayout::in_run_frame`]), as [`panel_configs`] places it.
+pub fn run_frame(cfg: &SimConfig) -> Result<(Vec3, Vec3)> {
+    let run = run_geometry(cfg)?;
+    Ok((run.beam, super::perpendicular(run.beam, run.polar)))
 }
 
 #[cfg(test)]

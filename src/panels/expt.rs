@@ -8,6 +8,7 @@
 //! beam propagates along −direction; its E-vector is direction × polarization_normal … taken
 //! perpendicular to the beam.
 
+use super::groups::{Grouping, PanelGroup};
 use super::{perpendicular, unit, FileBeam, Panel, PanelLayout};
 use crate::config::Vec3;
 use crate::error::{Error, Result};
@@ -41,9 +42,11 @@ pub fn parse_expt(path: &Path, text: &str) -> Result<PanelLayout> {
     for (k, p) in raw.iter().enumerate() {
         panels.push(panel(k, p, &at)?);
     }
+    let mut nodes = Vec::new();
     if let Some(h) = detector.get("hierarchy") {
-        compose(h, &IDENTITY, &mut panels, &at)?;
+        compose(h, &IDENTITY, 0, &mut panels, &mut nodes, &at)?;
     }
+    let groupings = hierarchy_levels(&nodes);
     let beam = match root.get("beam").and_then(|b| b.get(0)) {
         Some(b) => beam(b, &at)?,
         None => FileBeam {
@@ -52,7 +55,11 @@ pub fn parse_expt(path: &Path, text: &str) -> Result<PanelLayout> {
             wavelength: None,
         },
     };
-    Ok(PanelLayout { panels, beam })
+    Ok(PanelLayout {
+        panels,
+        beam,
+        groupings,
+    })
 }
 
 type AtFn<'a> = dyn Fn(&str, String) -> Error + 'a;
@@ -130,9 +137,22 @@ fn in_frame(frame: &Frame, v: Vec3) -> Vec3 {
     add(add(scale(frame[0], v[0]), scale(frame[1], v[1])), scale(frame[2], v[2]))
 }
 
-/// Walks a hierarchy node: composes its frame with `parent` and moves its panels into the lab.
-fn compose(node: &Value, parent: &Frame, panels: &mut [Panel], at: &AtFn) -> Result<()> {
-    let frame = if node.get("fast_axis").is_some() {
+/// A hierarchy node below the root: its depth (1 = a child of the root), name, own fast and
+/// slow axes in the lab (where it gives them) and the panels under it.
+type Node = (usize, String, Option<[Vec3; 2]>, Vec<usize>);
+
+/// Walks a hierarchy node at `depth`: composes its frame with `parent`, moves its panels into
+/// the lab, records the groups below the root in `nodes`, and returns the panels under it.
+fn compose(
+    node: &Value,
+    parent: &Frame,
+    depth: usize,
+    panels: &mut [Panel],
+    nodes: &mut Vec<Node>,
+    at: &AtFn,
+) -> Result<Vec<usize>> {
+    let own = node.get("fast_axis").is_some();
+    let frame = if own {
         let (f, s) = (direction(node, "fast_axis", at)?, direction(node, "slow_axis", at)?);
         let o = scale(vec3(node, "origin", at)?, 1e-3);
         let (f, s) = (in_frame(parent, f), in_frame(parent, s));
@@ -154,12 +174,42 @@ fn compose(node: &Value, parent: &Frame, panels: &mut [Panel], at: &AtFn) -> Res
         p.fast = in_frame(parent, p.fast);
         p.slow = in_frame(parent, p.slow);
         p.origin = add(parent[3], in_frame(parent, p.origin));
-        return Ok(());
+        return Ok(vec![k as usize]);
     }
+    let mut under = Vec::new();
     for child in node.get("children").and_then(Value::as_array).into_iter().flatten() {
-        compose(child, &frame, panels, at)?;
+        under.extend(compose(child, &frame, depth + 1, panels, nodes, at)?);
     }
-    Ok(())
+    if depth > 0 {
+        let name = node.get("name").and_then(Value::as_str).unwrap_or("");
+        let name = if name.is_empty() {
+            format!("group{}", nodes.len())
+        } else {
+            name.to_string()
+        };
+        nodes.push((depth, name, own.then_some([frame[0], frame[1]]), under.clone()));
+    }
+    Ok(under)
+}
+
+/// The groupings `level1`, `level2`, …: the hierarchy's groups at each depth below the root
+/// (a panel above that depth is a group of its own, see [`PanelLayout::grouping`]).
+fn hierarchy_levels(nodes: &[Node]) -> Vec<Grouping> {
+    let deepest = nodes.iter().map(|n| n.0).max().unwrap_or(0);
+    (1..=deepest)
+        .map(|d| Grouping {
+            name: format!("level{d}"),
+            groups: nodes
+                .iter()
+                .filter(|n| n.0 == d && !n.3.is_empty())
+                .map(|(_, name, axes, panels)| PanelGroup {
+                    name: name.clone(),
+                    panels: panels.clone(),
+                    axes: *axes,
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The first beam: propagation −direction, E-vector from the polarization normal, wavelength.
@@ -239,6 +289,39 @@ mod tests {
         assert!(close(p.origin, [0.0, 5e-3, -0.1]), "{:?}", p.origin);
         assert!(close(p.fast, [0.0, 1.0, 0.0]), "{:?}", p.fast);
         assert!(close(p.slow, [1.0, 0.0, 0.0]), "{:?}", p.slow);
+    }
+
+    #[test]
+    fn hierarchy_levels_are_groupings_with_the_nodes_axes() {
+        // root → q0 (panels 0, 1, in its own frame), q1 → { s (panel 2), panel 3 }
+        let p = |k: usize, x: f64| {
+            PANEL
+                .replace("\"A\"", &format!("\"P{k}\""))
+                .replace("[-10.0, 20.0, -100.0]", &format!("[{x}, 0.0, 0.0]"))
+        };
+        let panels = [p(0, 0.0), p(1, 30.0), p(2, 60.0), p(3, 90.0)].join(", ");
+        let hierarchy = r#", "hierarchy": {"name": "", "children": [
+          {"name": "q0", "fast_axis": [0.0, 1.0, 0.0], "slow_axis": [-1.0, 0.0, 0.0], "origin": [0.0, 0.0, -100.0],
+           "children": [{"panel": 0}, {"panel": 1}]},
+          {"name": "q1", "children": [{"name": "s", "children": [{"panel": 2}]}, {"panel": 3}]}]}"#;
+        let l = parse_expt(Path::new("h.expt"), &expt(&panels, hierarchy)).unwrap();
+        let names: Vec<String> = l.groupings.iter().map(|g| g.name.clone()).collect();
+        assert_eq!(names, ["level1", "level2"]);
+        let level1 = l.grouping("level1").unwrap();
+        let members: Vec<(&str, Vec<usize>)> = level1
+            .groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.panels.clone()))
+            .collect();
+        assert_eq!(members, [("q0", vec![0, 1]), ("q1", vec![2, 3])]);
+        assert_eq!(level1.groups[0].axes, Some([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]));
+        assert_eq!(level1.groups[1].axes, None);
+        // at depth 2: s, and every panel above that depth on its own
+        let level2 = l.grouping("level2").unwrap();
+        let members: Vec<Vec<usize>> = level2.groups.iter().map(|g| g.panels.clone()).collect();
+        assert_eq!(members, [vec![2], vec![0], vec![1], vec![3]]);
+        let e = l.grouping("quadrants").unwrap_err().to_string();
+        assert!(e.contains("-panel_groups") && e.contains("level1"), "{e}");
     }
 
     #[test]

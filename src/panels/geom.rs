@@ -9,6 +9,7 @@
 //! The beam: propagation +z, polarization E along +x (horizontal in CrystFEL's frame, y up),
 //! and `photon_energy` (eV) as the wavelength when the file gives a number.
 
+use super::groups::crystfel_grouping;
 use super::{unit, FileBeam, Panel, PanelLayout, PixelRect};
 use crate::config::Vec3;
 use crate::error::{Error, Result};
@@ -92,6 +93,10 @@ struct Parsed {
     globals: Props,
     panels: Vec<(String, Props)>,
     bad: Vec<(String, Props)>,
+    /// `rigid_group_NAME = panel,panel,…`: (NAME, panels, line).
+    rigid_groups: Vec<(String, Vec<String>, usize)>,
+    /// `rigid_group_collection_NAME = group,group,…`: (NAME, groups, line).
+    collections: Vec<(String, Vec<String>, usize)>,
 }
 
 /// Reads a CrystFEL geometry file.
@@ -119,7 +124,16 @@ pub fn parse_geom(path: &Path, text: &str) -> Result<PanelLayout> {
         bad_region(name, props, &mut panels, &parsed.panels, &err)?;
     }
     let wavelength = file_wavelength(&parsed.globals, &err)?;
+    let groupings = parsed
+        .collections
+        .iter()
+        .map(|(name, groups, line)| {
+            let groups: Vec<(String, usize)> = groups.iter().map(|g| (g.clone(), *line)).collect();
+            crystfel_grouping(name, &groups, &parsed.rigid_groups, &panels, &err)
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(PanelLayout {
+        groupings,
         panels,
         beam: FileBeam {
             direction: [0.0, 0.0, 1.0],
@@ -156,6 +170,7 @@ fn split(path: &Path, text: &str) -> Result<Parsed> {
     let mut globals = Props::default();
     let mut panels: Vec<(String, Props)> = Vec::new();
     let mut bad: Vec<(String, Props)> = Vec::new();
+    let (mut rigid_groups, mut collections) = (Vec::new(), Vec::new());
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let content = raw.split(';').next().unwrap_or("").trim();
@@ -174,7 +189,14 @@ fn split(path: &Path, text: &str) -> Result<Parsed> {
             return Err(Error::parse(path, Some(line), format!("{key}: no value")));
         }
         match key.split_once('/') {
-            None if key.starts_with("rigid_group") => {}
+            None if key.starts_with("rigid_group") => {
+                let names = value.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+                let entry = |name: &str| (name.to_string(), names.collect(), line);
+                match key.strip_prefix("rigid_group_collection_") {
+                    Some(name) => collections.push(entry(name)),
+                    None => rigid_groups.push(entry(key.trim_start_matches("rigid_group_"))),
+                }
+            }
             None => {
                 globals.0.insert(key.to_string(), (value, line));
             }
@@ -198,7 +220,13 @@ fn split(path: &Path, text: &str) -> Result<Parsed> {
             }
         }
     }
-    Ok(Parsed { globals, panels, bad })
+    Ok(Parsed {
+        globals,
+        panels,
+        bad,
+        rigid_groups,
+        collections,
+    })
 }
 
 /// The global values that are panel defaults ([`PANEL_KEYS`] and [`IGNORED`]).
@@ -455,6 +483,38 @@ mod tests {
             }]
         );
         assert!((l.beam.wavelength.unwrap() - 1e-10).abs() < 1e-22);
+    }
+
+    #[test]
+    fn rigid_group_collections_are_groupings() {
+        let text = format!("{TWO}\nrigid_group_a = p0\nrigid_group_b = p1\nrigid_group_both = p0,p1\nrigid_group_collection_halves = a,b\nrigid_group_collection_whole = both\n");
+        let l = parse_geom(Path::new("g.geom"), &text).unwrap();
+        assert_eq!(l.grouping_names(), ["panels", "all", "halves", "whole"]);
+        let halves = l.grouping("halves").unwrap();
+        let members: Vec<Vec<usize>> = halves.groups.iter().map(|g| g.panels.clone()).collect();
+        assert_eq!(members, [vec![0], vec![1]]);
+        assert_eq!(l.grouping("whole").unwrap().groups[0].panels, [0, 1]);
+        assert_eq!(l.grouping("all").unwrap().groups.len(), 1);
+        // a group naming an unknown panel, a collection naming an unknown group
+        for (extra, want) in [
+            (
+                "rigid_group_a = p0,p9\nrigid_group_collection_c = a\n",
+                "rigid_group_a: no panel 'p9'",
+            ),
+            (
+                "rigid_group_collection_c = a,zz\nrigid_group_a = p0\n",
+                "no rigid_group_zz",
+            ),
+            (
+                "rigid_group_a = p0\nrigid_group_b = p0\nrigid_group_collection_c = a,b\n",
+                "is in rigid_group_a and rigid_group_b",
+            ),
+        ] {
+            let e = parse_geom(Path::new("g.geom"), &format!("{TWO}\n{extra}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("g.geom:") && e.contains(want), "{e}");
+        }
     }
 
     #[test]

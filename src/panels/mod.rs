@@ -12,6 +12,8 @@
 pub mod custom;
 pub mod expt;
 pub mod geom;
+pub mod groups;
+pub mod motion;
 
 use crate::config::Vec3;
 use crate::geometry::{cross, dot, mat_vec, norm, scale, unitize, Mat3};
@@ -72,6 +74,10 @@ pub struct FileBeam {
 pub struct PanelLayout {
     pub panels: Vec<Panel>,
     pub beam: FileBeam,
+    /// The partitions of the panels into rigid groups that the file defines (CrystFEL's
+    /// rigid-group collections, a DIALS hierarchy's levels); see [`groups`].
+    #[serde(default)]
+    pub groupings: Vec<groups::Grouping>,
 }
 
 impl Panel {
@@ -165,6 +171,7 @@ impl PanelLayout {
         let r = self.frame_rotation(beam, polar);
         PanelLayout {
             panels: self.panels.iter().map(|p| p.rotated(&r)).collect(),
+            groupings: self.groupings.iter().map(|g| g.rotated(&r)).collect(),
             beam: FileBeam {
                 direction: beam,
                 polarization: polar,
@@ -218,6 +225,7 @@ mod tests {
                     s1: 2,
                 }],
             }],
+            groupings: Vec::new(),
             beam: FileBeam {
                 direction: [0.0, 0.0, 1.0],
                 polarization: [1.0, 0.0, 0.0],

@@ -1,5 +1,6 @@
 //! Lattice factor F_latt: the crystal's shape transform (physics reference §5.6).
 
+use super::trig::{self, cos_pi, sin_pi};
 use super::{rows_for_autodiff, with_partials};
 use crate::config::{CrystalShape, Vec3};
 use burn::tensor::{backend::Backend, Tensor};
@@ -7,9 +8,9 @@ use std::f64::consts::PI;
 
 /// |δ| below which sin(Nπδ)/sin(πδ) is replaced by its limit N.
 const SINCG_EPS: f64 = 1e-9;
-/// πδ used at a node by [`sincg_n`] (rad): small enough that sin(N·x)/sin(x) is N to working
-/// precision for any crystal (relative error (N² − 1)·x²/6), large enough to be a normal f32.
-const NODE_X: f64 = 1e-20;
+/// δ put in at a node by [`sincg_n`] (half-turns) so that no quotient there is 0/0; the node's
+/// value N and partials (1, 0) replace what it gives.
+const NODE_T: f64 = 0.25;
 /// |x| below which sinc3 uses its Taylor series.
 const SINC3_SERIES: f64 = 1e-2;
 /// Scale of the ROUND shape: √(volume ratio) of the cube and the sphere, as C.
@@ -32,9 +33,8 @@ pub fn fractional<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
 pub fn sincg<B: Backend>(h: Tensor<B, 2>, n: f64) -> Tensor<B, 2> {
     let delta = h.clone() - h.round();
     let at_node = delta.clone().abs().lower_elem(SINCG_EPS);
-    let x = delta * PI;
-    let den = x.clone().sin().mask_fill(at_node.clone(), 1.0);
-    ((x * n).sin() / den).mask_fill(at_node, n)
+    let den = sin_pi(delta.clone()).mask_fill(at_node.clone(), 1.0);
+    (sin_pi(delta * n) / den).mask_fill(at_node, n)
 }
 
 /// [`sincg`] with N a tensor `[1, 1]` or `[R, 1]` (real, differentiable): at a node the value
@@ -44,45 +44,68 @@ pub fn sincg<B: Backend>(h: Tensor<B, 2>, n: f64) -> Tensor<B, 2> {
 /// The value and both partial derivatives are evaluated on detached tensors and joined by
 /// [`with_partials`]: the graph holds six cheap steps instead of the sine, the quotient and the
 /// masks, whose backward steps (a cosine each, the quotient's five operations, zero-filled
-/// tensors for the masks) cost more than a forward render. At a node x is [`NODE_X`], where
-/// sin(N·x)/sin x is N to working precision and x·cos(Nx)/sin x is 1.
+/// tensors for the masks) cost more than a forward render. At a node the value is N and the
+/// partials 1 and 0, put in by masks (a quotient of tiny sines there is 0/0 on a GPU).
 pub fn sincg_n<B: Backend>(h: Tensor<B, 2>, n: Tensor<B, 2>) -> Tensor<B, 2> {
     let (h0, n0) = (h.clone().detach(), n.clone().detach());
     let delta = h0.clone() - h0.round();
     let at_node = delta.clone().abs().lower_elem(SINCG_EPS);
-    let x = (delta * PI).mask_fill(at_node.clone(), NODE_X);
-    let nx = x.clone() * n0.clone();
-    let sin_x = x.clone().sin();
-    let value = nx.clone().sin() / sin_x.clone();
+    // δ in half-turns (x = π·δ); any safe value at a node, whose results the masks replace
+    let t = delta.mask_fill(at_node.clone(), NODE_T);
+    let nt = t.clone() * n0.clone();
+    let sin_x = sin_pi(t.clone());
+    let value = (sin_pi(nt.clone()) / sin_x.clone()).mask_where(at_node.clone(), t.zeros_like() + n0.clone());
     if !B::ad_enabled(&h.device()) {
         return value;
     }
-    let cos_nx = nx.cos();
-    let d_n = x.clone() * cos_nx.clone() / sin_x.clone();
-    let d_h = ((cos_nx * n0 - value.clone() * x.cos()) / sin_x * PI).mask_fill(at_node, 0.0);
+    let cos_nx = cos_pi(nt);
+    let d_n = (t.clone() * PI * cos_nx.clone() / sin_x.clone()).mask_fill(at_node.clone(), 1.0);
+    let d_h = ((cos_nx * n0 - value.clone() * cos_pi(t)) / sin_x * PI).mask_fill(at_node, 0.0);
     with_partials(value, [(h, d_h), (n, d_n)])
 }
 
 /// 3(sin x/x − cos x)/x², the transform of a sphere, with sinc3(0) = 1 (series near 0).
 pub fn sinc3<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
-    let small = x.clone().abs().lower_elem(SINC3_SERIES);
+    let small = x.clone().abs().lower_elem(sinc3_series_below(&x));
     let x2 = x.clone().powi_scalar(2);
-    let series = x2.clone().neg() / 10.0 + x2.clone().powi_scalar(2) / 280.0 + 1.0;
     let safe_x = x.mask_fill(small.clone(), 1.0);
-    let safe_x2 = x2.mask_fill(small.clone(), 1.0);
-    let exact = (safe_x.clone().sin() / safe_x.clone() - safe_x.cos()) * 3.0 / safe_x2;
-    exact.mask_where(small, series)
+    sinc3_of(safe_x.clone(), safe_x.powi_scalar(2), x2, small)
 }
 
 /// [`sinc3`] as a function of x² `[R, C]`: no square root near 0, so the gradient stays
 /// finite at the origin of reciprocal space.
 pub fn sinc3_squared<B: Backend>(x2: Tensor<B, 2>) -> Tensor<B, 2> {
-    let small = x2.clone().lower_elem(SINC3_SERIES * SINC3_SERIES);
-    let series = x2.clone().neg() / 10.0 + x2.clone().powi_scalar(2) / 280.0 + 1.0;
-    let safe_x2 = x2.mask_fill(small.clone(), 1.0);
-    let x = safe_x2.clone().sqrt();
-    let exact = (x.clone().sin() / x.clone() - x.cos()) * 3.0 / safe_x2;
+    let below = sinc3_series_below(&x2);
+    let small = x2.clone().lower_elem(below * below);
+    let safe_x2 = x2.clone().mask_fill(small.clone(), 1.0);
+    sinc3_of(safe_x2.clone().sqrt(), safe_x2, x2, small)
+}
+
+/// 3(sin x/x − cos x)/x²: the closed form of `safe_x` (and its square) where `small` is
+/// false, the Taylor series in `x2` (to x¹⁰, error < 4e-11) where it is true. The closed form
+/// subtracts two numbers near 1: in f32 it loses digits up to x ≈ 1, where the series takes
+/// over, as in the GPU kernel ([`sinc3_series_below`]).
+fn sinc3_of<B: Backend>(
+    safe_x: Tensor<B, 2>,
+    safe_x2: Tensor<B, 2>,
+    x2: Tensor<B, 2>,
+    small: Tensor<B, 2, burn::tensor::Bool>,
+) -> Tensor<B, 2> {
+    let mut series = x2.clone() * (-1.0 / 172_972_800.0) + 1.0 / 1_330_560.0;
+    for c in [-1.0 / 15120.0, 1.0 / 280.0, -1.0 / 10.0, 1.0] {
+        series = series * x2.clone() + c;
+    }
+    let exact = (trig::sin(safe_x.clone()) / safe_x.clone() - trig::cos(safe_x)) * 3.0 / safe_x2;
     exact.mask_where(small, series)
+}
+
+/// |x| below which sinc3 takes its series: 1e-2 in f64, 1 in f32.
+fn sinc3_series_below<B: Backend>(x: &Tensor<B, 2>) -> f64 {
+    if x.dtype() == burn::tensor::DType::F64 {
+        SINC3_SERIES
+    } else {
+        1.0
+    }
 }
 
 /// Parameters of the lattice factor that do not depend on the sample point.

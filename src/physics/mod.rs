@@ -9,9 +9,11 @@ pub mod lattice;
 pub mod polarization;
 pub mod scattering;
 pub mod structure_factor;
+pub mod trig;
 pub mod vectors;
 
 use burn::tensor::{backend::Backend, Tensor};
+use trig::{cos as trig_cos, sin as trig_sin};
 
 /// x·s for a column `x` `[N, 1]` and a scalar tensor `s` `[1, 1]` (or a column `[N, 1]`,
 /// then element-wise).
@@ -143,7 +145,7 @@ pub fn dot_rows<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>) -> Tensor<B, 2> {
 /// Rodrigues rotation of rows `v` `[N, 3]` about the unit axis `k` `[1, 3]` by angles `θ`
 /// `[N, 1]` (rad).
 pub fn rotate_about<B: Backend>(v: Tensor<B, 2>, k: Tensor<B, 2>, theta: Tensor<B, 2>) -> Tensor<B, 2> {
-    let (s, c) = (theta.clone().sin(), theta.cos());
+    let (s, c) = (trig_sin(theta.clone()), trig_cos(theta));
     let kv = dot_rows(k.clone(), v.clone());
     let kxv = cross_rows(&k, &v);
     v * c.clone() + kxv * s + k * (kv * (c.neg() + 1.0))

@@ -4,6 +4,8 @@
 //! * [`selection`] — which parameter components are refined, in which units;
 //! * [`objective`] — the loss as a function of the selected components, with its gradient
 //!   from [`crate::gradient::image_vjp`];
+//! * [`panels`] — the same for a detector of many panels, with the rigid motions of panel
+//!   groups among the variables;
 //! * [`optimizer`], [`adam`], [`lbfgs`] — burn's Adam and a hand-written L-BFGS behind one
 //!   interface, logging every iteration.
 //!
@@ -14,6 +16,7 @@ pub mod lbfgs;
 pub mod loss;
 pub mod objective;
 pub mod optimizer;
+pub mod panels;
 pub mod selection;
 pub mod uncertainty;
 
@@ -22,4 +25,5 @@ pub use lbfgs::Lbfgs;
 pub use loss::{Loss, LossValue};
 pub use objective::{ImageObjective, Objective};
 pub use optimizer::{Iteration, Optimizer, Outcome};
+pub use panels::{MotionComponent, PanelObjective};
 pub use selection::{Component, Selection};

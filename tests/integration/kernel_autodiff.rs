@@ -149,7 +149,12 @@ fn simulator_gradients_through_the_kernel_equal_the_tensor_stages() {
                     let worst = relative_max_difference(k, s);
                     println!("{name}: ∂L/∂{param} kernel vs stages max |Δ|/max = {worst:.1e}");
                     reached += s.iter().any(|&g| g != 0.0) as usize;
-                    assert!(worst <= 1e-3, "{name}: ∂L/∂{param} {k:?} against {s:?}");
+                    // f32 sums taken span by span (kernel path) or over the whole graph: the
+                    // criterion of the f32-vs-f64 gradient test (wgpu_engine.rs), 2e-3. The
+                    // largest is ∂L/∂polarization of the mosaic case, a sum of terms of both
+                    // signs: 5.8e-4 on llvmpipe with the platform's sines, 1.2e-3 with
+                    // physics::trig's (session 15), within 2e-3 of cpu f64 either way.
+                    assert!(worst <= 2e-3, "{name}: ∂L/∂{param} {k:?} against {s:?}");
                 }
                 (None, None) => {}
                 _ => panic!("{name}: ∂L/∂{param} reached one path only: kernel {k:?}, stages {s:?}"),
@@ -179,6 +184,12 @@ fn forward_in_child() {
     assert!(image.iter().any(|&v| v > 0.0));
 }
 
+/// Each count is of a child process whose twin ran just before without the profiler: cubecl
+/// autotunes matmuls and reductions the first time a process meets a shape, launching every
+/// candidate (on an H200 a cold 32² forward launched 1126 kernels, 130 of them matmuls; in
+/// one run the 256² count exceeded the 32² one by 67), and keeps the choices in its on-disk
+/// cache (`target/autotune`), which the twin fills. The profile log is written at exit, so
+/// the steady state cannot be counted within one process.
 #[test]
 fn simulator_forward_launches_do_not_grow_with_the_image() {
     let in_child = std::env::var(CHILD_PIXELS).is_ok();
@@ -189,19 +200,20 @@ fn simulator_forward_launches_do_not_grow_with_the_image() {
     let mut launches = Vec::new();
     for (pixels, stages) in [("32", "0"), ("256", "0"), ("256", "1")] {
         let log = dir.path().join(format!("{pixels}_{stages}.log"));
-        let envs = [
+        let child = [(CHILD_PIXELS, pixels.as_ref()), (CHILD_STAGES, stages.as_ref())];
+        let profiled = [
             ("CUBECL_DEBUG_OPTION", "profile".as_ref()),
             ("CUBECL_DEBUG_LOG", log.as_os_str()),
-            (CHILD_PIXELS, pixels.as_ref()),
-            (CHILD_STAGES, stages.as_ref()),
         ];
-        if common::own_process_with(
-            module_path!(),
-            "simulator_forward_launches_do_not_grow_with_the_image",
-            &envs,
-        ) {
-            forward_in_child();
-            return;
+        for envs in [child.to_vec(), [child.as_slice(), profiled.as_slice()].concat()] {
+            if common::own_process_with(
+                module_path!(),
+                "simulator_forward_launches_do_not_grow_with_the_image",
+                &envs,
+            ) {
+                forward_in_child();
+                return;
+            }
         }
         launches.push(common::launches_in_profile_log(&std::fs::read_to_string(&log).unwrap()));
     }

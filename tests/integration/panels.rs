@@ -375,3 +375,349 @@ fn per_panel_derivatives_match_central_differences_of_moved_panels() {
     let ours = common::read_f32(&d.join("d_misset_x.bin"));
     assert_derivative(&ours, &plus, &minus, 1e-4, "misset_x");
 }
+
+/// `v` turned by `deg` degrees about the unit `axis` (right-handed; the test's own Rodrigues).
+fn turned(v: [f64; 3], axis: [f64; 3], deg: f64) -> [f64; 3] {
+    let (sn, cs) = deg.to_radians().sin_cos();
+    let d: f64 = (0..3).map(|i| axis[i] * v[i]).sum();
+    let c = [
+        axis[1] * v[2] - axis[2] * v[1],
+        axis[2] * v[0] - axis[0] * v[2],
+        axis[0] * v[1] - axis[1] * v[0],
+    ];
+    std::array::from_fn(|i| v[i] * cs + c[i] * sn + axis[i] * d * (1.0 - cs))
+}
+
+/// The panels of `four_tilted.expt` as (origin, fast, slow, pixels fast, slow, pixel size),
+/// in the file's frame and units (mm).
+type FilePanel = ([f64; 3], [f64; 3], [f64; 3], f64, f64, f64);
+
+fn file_panels() -> Vec<FilePanel> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("four_tilted.expt")).unwrap()).unwrap();
+    let get = |p: &serde_json::Value, key: &str| -> [f64; 3] { std::array::from_fn(|i| p[key][i].as_f64().unwrap()) };
+    v["detector"][0]["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let size = |i: usize| p["image_size"][i].as_f64().unwrap();
+            (
+                get(p, "origin"),
+                get(p, "fast_axis"),
+                get(p, "slow_axis"),
+                size(0),
+                size(1),
+                p["pixel_size"][0].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A group's centre (the mean of its panels' centres, mm) and its O, F, S axes (its first
+/// panel's outward normal, fast and slow), as docs/panels.md defines them.
+fn group_frame(panels: &[FilePanel], members: &[usize]) -> ([f64; 3], [[f64; 3]; 3]) {
+    let mut c = [0.0; 3];
+    for &k in members {
+        let (o, f, s, nf, ns, px) = panels[k];
+        (0..3).for_each(|i| c[i] += (o[i] + f[i] * nf * px / 2.0 + s[i] * ns * px / 2.0) / members.len() as f64);
+    }
+    let (o, f, s, ..) = panels[members[0]];
+    let n = [
+        f[1] * s[2] - f[2] * s[1],
+        f[2] * s[0] - f[0] * s[2],
+        f[0] * s[1] - f[1] * s[0],
+    ];
+    let len = n.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let sign = if (0..3).map(|i| n[i] * o[i]).sum::<f64>() < 0.0 {
+        -1.0
+    } else {
+        1.0
+    };
+    (c, [n.map(|x| sign * x / len), f, s])
+}
+
+/// `four_tilted.expt` with the panels `members` moved by `amount` of motion `m` (0–2: shift
+/// along the file's x, y, z in mm; 3–5: rotation in degrees about the group's O, F, S through
+/// its centre).
+fn moved_group(members: &[usize], m: usize, amount: f64) -> String {
+    let panels = file_panels();
+    let (c, axes) = group_frame(&panels, members);
+    let text = std::fs::read_to_string(fixture("four_tilted.expt")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for &k in members {
+        let (o, f, s, ..) = panels[k];
+        let (o, f, s) = if m < 3 {
+            let mut o = o;
+            o[m] += amount;
+            (o, f, s)
+        } else {
+            let u = axes[m - 3];
+            let rel = std::array::from_fn(|i| o[i] - c[i]);
+            let r = turned(rel, u, amount);
+            (
+                std::array::from_fn(|i| r[i] + c[i]),
+                turned(f, u, amount),
+                turned(s, u, amount),
+            )
+        };
+        let p = &mut v["detector"][0]["panels"][k];
+        p["origin"] = serde_json::json!(o);
+        p["fast_axis"] = serde_json::json!(f);
+        p["slow_axis"] = serde_json::json!(s);
+    }
+    v.to_string()
+}
+
+#[test]
+fn panel_and_group_motions_match_central_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let n = 32 * 24;
+    let names = [
+        "panel_X",
+        "panel_Y",
+        "panel_Z",
+        "panel_rot_O",
+        "panel_rot_F",
+        "panel_rot_S",
+    ];
+    // (grouping, the groups to check as member lists)
+    let cases: [(&str, Vec<Vec<usize>>); 2] = [("panels", vec![vec![1], vec![3]]), ("all", vec![vec![0, 1, 2, 3]])];
+    for (grouping, groups) in cases {
+        let mut a = args(&[CRYSTAL, "-floatfile all.bin -panel_groups", grouping]);
+        for name in names {
+            a.extend(["-derivative".to_string(), name.to_string(), format!("d_{name}.bin")]);
+        }
+        a.extend([
+            "-detector_expt".to_string(),
+            fixture("four_tilted.expt").display().to_string(),
+        ]);
+        ok(&run(d, &a));
+        for members in &groups {
+            for (m, name) in names.iter().enumerate() {
+                let step = 0.005;
+                let image = |delta: f64| {
+                    std::fs::write(d.join("moved.expt"), moved_group(members, m, delta)).unwrap();
+                    render_panels(d, "-detector_expt", &d.join("moved.expt"), "")
+                };
+                let (plus, minus) = (image(step), image(-step));
+                let ours = common::read_f32(&d.join(format!("d_{name}.bin")));
+                let block =
+                    |v: &[f32]| -> Vec<f32> { members.iter().flat_map(|&k| v[k * n..(k + 1) * n].to_vec()).collect() };
+                assert_derivative(
+                    &block(&ours),
+                    &block(&plus),
+                    &block(&minus),
+                    step,
+                    &format!("{grouping} {members:?} {name}"),
+                );
+                // panels of other groups neither move nor have a derivative of this group
+                assert!(
+                    (0..4 * n)
+                        .filter(|i| !members.contains(&(i / n)))
+                        .all(|i| plus[i] == minus[i]),
+                    "{name}"
+                );
+            }
+        }
+    }
+}
+
+/// The CRYSTAL run on `four_tilted.expt` as a configuration, and its layout.
+fn four_tilted_config() -> (nanobragg::SimConfig, nanobragg::panels::PanelLayout) {
+    let mut a = args(&[CRYSTAL]);
+    a.extend([
+        "-detector_expt".to_string(),
+        fixture("four_tilted.expt").display().to_string(),
+    ]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let nanobragg::cli::Parsed::Run(cfg, _) = nanobragg::cli::parse_args(&a).unwrap() else {
+        panic!()
+    };
+    let layout = cfg.detector.panels.clone().unwrap();
+    (*cfg, layout)
+}
+
+type Ad = burn::backend::Autodiff<burn::backend::ndarray::NdArray<f64>>;
+
+/// A panel objective over `motions` of the `grouping`, against `observed`.
+fn panel_objective<'a>(
+    cfg: &'a nanobragg::SimConfig,
+    layout: &nanobragg::panels::PanelLayout,
+    grouping: &str,
+    motions: &[(usize, usize)],
+    observed: &'a [f32],
+) -> nanobragg::refine::PanelObjective<'a, Ad> {
+    nanobragg::refine::PanelObjective {
+        cfg,
+        grid: None,
+        layout: layout.clone(),
+        grouping: layout.grouping(grouping).unwrap(),
+        motions: motions
+            .iter()
+            .map(|&(group, motion)| nanobragg::refine::MotionComponent { group, motion })
+            .collect(),
+        selection: Default::default(),
+        observed,
+        loss: Default::default(),
+        options: Default::default(),
+        device: common::f64_device(),
+    }
+}
+
+/// The loss's gradient over panel and group motions, away from the start (rotations composed,
+/// centres shifted), against central differences of the loss.
+#[test]
+fn panel_objective_gradient_matches_central_differences() {
+    use nanobragg::refine::Objective;
+    let (cfg, layout) = four_tilted_config();
+    let dir = tempfile::tempdir().unwrap();
+    let observed = render_panels(dir.path(), "-detector_expt", &fixture("four_tilted.expt"), "");
+    for (grouping, motions) in [
+        ("panels", vec![(1, 0), (1, 2), (1, 3), (1, 4), (1, 5), (3, 1)]),
+        ("all", vec![(0, 0), (0, 3), (0, 4), (0, 5)]),
+    ] {
+        let mut f = panel_objective(&cfg, &layout, grouping, &motions, &observed);
+        let x0: Vec<f64> = (0..motions.len())
+            .map(|i| 0.02 * (i as f64 + 1.0) * if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let (_, g) = f.value_grad(&x0).unwrap();
+        for i in 0..x0.len() {
+            let h = 1e-3;
+            let (mut xp, mut xm) = (x0.clone(), x0.clone());
+            xp[i] += h;
+            xm[i] -= h;
+            let fd = (f.value(&xp).unwrap() - f.value(&xm).unwrap()) / (2.0 * h);
+            assert!(
+                (g[i] - fd).abs() <= 2e-3 * fd.abs() + 1e-4 * g.iter().map(|v| v.abs()).fold(0.0, f64::max),
+                "{grouping} {:?}: gradient {} vs central difference {fd}",
+                motions[i],
+                g[i]
+            );
+        }
+    }
+}
+
+/// L-BFGS recovers a panel's shift and rotation from the image of a layout moved by the test's
+/// own rotation code (no noise), starting from the file's layout.
+#[test]
+fn panel_motions_are_recovered_by_refinement() {
+    use nanobragg::refine::{Lbfgs, Optimizer};
+    let (cfg, layout) = four_tilted_config();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // panel 2 shifted 0.04 mm along the file's y, then turned 0.05° about its normal
+    let shifted = moved_group(&[2], 1, 0.04);
+    std::fs::write(d.join("s.expt"), &shifted).unwrap();
+    let moved = {
+        let panels = file_panels();
+        let (c, axes) = group_frame(&panels, &[2]);
+        let mut v: serde_json::Value = serde_json::from_str(&shifted).unwrap();
+        let p = &mut v["detector"][0]["panels"][2];
+        let get =
+            |p: &serde_json::Value, key: &str| -> [f64; 3] { std::array::from_fn(|i| p[key][i].as_f64().unwrap()) };
+        let c = [c[0], c[1] + 0.04, c[2]];
+        let rel: [f64; 3] = std::array::from_fn(|i| get(p, "origin")[i] - c[i]);
+        let r = turned(rel, axes[0], 0.05);
+        p["origin"] = serde_json::json!([r[0] + c[0], r[1] + c[1], r[2] + c[2]]);
+        p["fast_axis"] = serde_json::json!(turned(get(p, "fast_axis"), axes[0], 0.05));
+        p["slow_axis"] = serde_json::json!(turned(get(p, "slow_axis"), axes[0], 0.05));
+        v.to_string()
+    };
+    std::fs::write(d.join("moved.expt"), moved).unwrap();
+    let observed = render_panels(d, "-detector_expt", &d.join("moved.expt"), "");
+    let mut f = panel_objective(&cfg, &layout, "panels", &[(2, 0), (2, 1), (2, 3)], &observed);
+    let mut opt = Lbfgs {
+        max_iterations: 100,
+        ..Default::default()
+    };
+    let out = opt.minimize(&mut f, &[0.0; 3], &mut |_, _| {}).unwrap();
+    let want = [0.0, 0.04, 0.05];
+    for (i, (x, w)) in out.x.iter().zip(want).enumerate() {
+        assert!(
+            (x - w).abs() <= 2e-3,
+            "component {i}: refined {x}, true {w} ({:?})",
+            out.x
+        );
+    }
+}
+
+#[test]
+fn panel_groups_and_motions_are_refused_where_they_mean_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let expt = fixture("four_tilted.expt").display().to_string();
+    for (extra, want) in [
+        (
+            vec!["-panel_groups", "quadrants", "-detector_expt", &expt],
+            "no grouping 'quadrants'",
+        ),
+        (vec!["-panel_groups", "all"], "-panel_groups"),
+        (
+            vec!["-derivative", "panel_rot_O", "d.bin"],
+            "panel_rot_O moves groups of the panels",
+        ),
+    ] {
+        let mut a = args(&[CRYSTAL, "-detpixels 16"]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let out = run(dir.path(), &a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{extra:?}: {err}");
+    }
+}
+
+/// `Simulator::panels`: each panel's forward pass equals its block of the binary's float
+/// image, and autodiff's ∂(Σ panel)/∂close_distance equals the sum of the panel's block of
+/// `-derivative close_distance`; `Simulator::new` refuses a detector of several panels.
+#[test]
+fn simulator_panels_render_and_differentiate_each_panel() {
+    use burn::tensor::ElementConversion;
+    let (cfg, _) = four_tilted_config();
+    let device = common::f64_device();
+    assert!(nanobragg::Simulator::<Ad>::new(&cfg, &device).is_err());
+    let sims = nanobragg::Simulator::<Ad>::panels(&cfg, &device).unwrap();
+    assert_eq!(sims.len(), 4);
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(&[CRYSTAL, "-floatfile all.bin -derivative close_distance d.bin"]);
+    a.extend([
+        "-detector_expt".to_string(),
+        fixture("four_tilted.expt").display().to_string(),
+    ]);
+    ok(&run(dir.path(), &a));
+    let (image, derivative) = (
+        common::read_f32(&dir.path().join("all.bin")),
+        common::read_f32(&dir.path().join("d.bin")),
+    );
+    let n = 32 * 24;
+    let max = image.iter().fold(0.0f32, |m, v| m.max(*v)) as f64;
+    for (k, sim) in sims.iter().enumerate() {
+        let forward = sim.forward();
+        assert_eq!(forward.dims(), [24, 32]);
+        let got: Vec<f64> = forward.clone().into_data().convert::<f64>().to_vec().unwrap();
+        let worst = got
+            .iter()
+            .zip(&image[k * n..(k + 1) * n])
+            .map(|(a, b)| (a - *b as f64).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst <= 1e-6 * max,
+            "panel {k}: forward differs from -floatfile by {worst}"
+        );
+        let grads = forward.sum().backward();
+        let per_m: f64 = sim
+            .params
+            .close_distance
+            .as_ref()
+            .unwrap()
+            .grad(&grads)
+            .unwrap()
+            .into_scalar()
+            .elem();
+        let want: f64 = derivative[k * n..(k + 1) * n].iter().map(|&v| v as f64).sum();
+        assert!(
+            (per_m * 1e-3 - want).abs() <= 1e-4 * want.abs(),
+            "panel {k}: ∂Σ/∂close_distance {} vs {want}",
+            per_m * 1e-3
+        );
+    }
+}
