@@ -69,6 +69,33 @@ impl Loss {
         }
     }
 
+    /// A chunk's loss and weights ∂L/∂I (see [`crate::gradient::ChunkWeights`]): `pixels`
+    /// index `observed` (and `mask`, `true` = used; masked pixels weigh 0), `values` are the
+    /// model's intensities there.
+    pub fn chunk_terms(
+        &self,
+        pixels: &[u32],
+        values: &[f64],
+        observed: &[f32],
+        mask: Option<&[bool]>,
+    ) -> (f64, Vec<f64>) {
+        let mut total = 0.0;
+        let weights = pixels
+            .iter()
+            .zip(values)
+            .map(|(&p, &i)| {
+                let p = p as usize;
+                if mask.is_some_and(|m| !m[p]) {
+                    return 0.0;
+                }
+                let (v, g) = self.term(i, observed[p] as f64);
+                total += v;
+                g
+            })
+            .collect();
+        (total, weights)
+    }
+
     /// Checks the loss's settings.
     pub fn validate(&self) -> Result<()> {
         if let Loss::Poisson { floor } = self {

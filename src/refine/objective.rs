@@ -108,23 +108,7 @@ impl<B: AutodiffBackend> ImageObjective<'_, B> {
         }
         let params = self.params(x)?.map_tensors(|t| t.detach().require_grad());
         let (loss, observed, mask) = (self.loss, self.observed, self.mask);
-        let weigh = |pixels: &[u32], values: &[f64]| {
-            let mut total = 0.0;
-            let weights = pixels
-                .iter()
-                .zip(values)
-                .map(|(&p, &i)| {
-                    let p = p as usize;
-                    if mask.is_some_and(|m| !m[p]) {
-                        return 0.0;
-                    }
-                    let (v, g) = loss.term(i, observed[p] as f64);
-                    total += v;
-                    g
-                })
-                .collect();
-            (total, weights)
-        };
+        let weigh = |pixels: &[u32], values: &[f64]| loss.chunk_terms(pixels, values, observed, mask);
         let vjp = weighted_vjp(cfg, exp, &params, &weigh, &self.options, device)?;
         self.gradient_passes += 1;
         Ok((vjp.loss, vjp.gradients))

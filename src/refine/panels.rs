@@ -120,19 +120,7 @@ impl<B: AutodiffBackend> PanelObjective<'_, B> {
             }
             let params = params.map_tensors(|t| t.detach().require_grad());
             let loss = self.loss;
-            let weigh = |idx: &[u32], values: &[f64]| {
-                let mut sum = 0.0;
-                let w = idx
-                    .iter()
-                    .zip(values)
-                    .map(|(&p, &i)| {
-                        let (v, g) = loss.term(i, observed[p as usize] as f64);
-                        sum += v;
-                        g
-                    })
-                    .collect();
-                (sum, w)
-            };
+            let weigh = |idx: &[u32], values: &[f64]| loss.chunk_terms(idx, values, observed, None);
             let vjp = weighted_vjp(pc, exp, &params, &weigh, &self.options, &self.device)?;
             total += vjp.loss;
             for (g, v) in grad.iter_mut().zip(self.selection.gradient(&vjp.gradients, shared)?) {

@@ -296,12 +296,10 @@ fn assert_derivative(ours: &[f32], plus: &[f32], minus: &[f32], step: f64, what:
     );
 }
 
-#[test]
-fn per_panel_derivatives_match_central_differences_of_moved_panels() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let names = ["Xbeam", "close_distance", "detector_rotz", "misset_x"];
-    let mut a = args(&[CRYSTAL, "-floatfile all.bin"]);
+/// Renders `four_tilted.expt` with `extra` flags and `-derivative NAME d_NAME.bin` for each of
+/// `names` in `dir`.
+fn render_derivatives(dir: &Path, extra: &str, names: &[&str]) {
+    let mut a = args(&[CRYSTAL, "-floatfile all.bin", extra]);
     for name in names {
         a.extend(["-derivative".to_string(), name.to_string(), format!("d_{name}.bin")]);
     }
@@ -309,7 +307,15 @@ fn per_panel_derivatives_match_central_differences_of_moved_panels() {
         "-detector_expt".to_string(),
         fixture("four_tilted.expt").display().to_string(),
     ]);
-    ok(&run(d, &a));
+    ok(&run(dir, &a));
+}
+
+#[test]
+fn per_panel_derivatives_match_central_differences_of_moved_panels() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let names = ["Xbeam", "close_distance", "detector_rotz", "misset_x"];
+    render_derivatives(d, "", &names);
     let n = 32 * 24;
     // each panel's own shifts and rotation, in the file's frame: Xbeam (−Xclose) moves the
     // panel along −fast, close_distance along its outward normal (fast × slow here), and
@@ -485,15 +491,7 @@ fn panel_and_group_motions_match_central_differences() {
     // (grouping, the groups to check as member lists)
     let cases: [(&str, Vec<Vec<usize>>); 2] = [("panels", vec![vec![1], vec![3]]), ("all", vec![vec![0, 1, 2, 3]])];
     for (grouping, groups) in cases {
-        let mut a = args(&[CRYSTAL, "-floatfile all.bin -panel_groups", grouping]);
-        for name in names {
-            a.extend(["-derivative".to_string(), name.to_string(), format!("d_{name}.bin")]);
-        }
-        a.extend([
-            "-detector_expt".to_string(),
-            fixture("four_tilted.expt").display().to_string(),
-        ]);
-        ok(&run(d, &a));
+        render_derivatives(d, &format!("-panel_groups {grouping}"), &names);
         for members in &groups {
             for (m, name) in names.iter().enumerate() {
                 let step = 0.005;

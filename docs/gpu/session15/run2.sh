@@ -1,12 +1,6 @@
 #!/bin/bash
 # Device checks, run 2 (session 15): f32 trigonometry of the tensor stages on NVIDIA.
-R=$PWD
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
-cd .gpu && for f in *.xz; do xz -d -T0 "$f"; done; chmod +x nanobragg bench integration nanobragg-compare nanobragg-manifest; cd "$R"
-mkdir -p target/release && cp .gpu/nanobragg .gpu/nanobragg-compare .gpu/nanobragg-manifest target/release/
-[ -e /work/main ] || { mkdir -p /work; ln -s "$R" /work/main; }
-export NANOBRAGG_GOLDEN_DIR=$R/.gpu/golden
+. .gpu/setup.sh
 S=$OUT/summary.txt
 nvidia-smi -L > $S
 echo "== launch logs" >> $S
