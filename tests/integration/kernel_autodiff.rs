@@ -221,12 +221,19 @@ fn simulator_forward_launches_do_not_grow_with_the_image() {
         "forward launches: kernel 32² {}, kernel 256² {}, tensor stages 256² {}",
         launches[0], launches[1], launches[2]
     );
-    assert_eq!(
-        launches[0], launches[1],
-        "the kernel's forward pass launches more for a larger image"
+    // Equal up to autotune's choices: its winners are picked by timing, and a reduction's
+    // variants differ by a launch (a fresh CI clone counted 718 at 32² and 717 at 256²), while
+    // the image is 64 times larger. The tensor stages launch per chunk: 3459 at 256² on
+    // llvmpipe, against 718 by kernel.
+    let (small, large) = (launches[0] as f64, launches[1] as f64);
+    assert!(
+        (large - small).abs() <= 0.02 * small,
+        "the kernel's forward pass launches {large} kernels at 256², {small} at 32²"
     );
     assert!(
-        launches[1] < launches[2],
-        "the kernel's forward pass launches no fewer kernels than the tensor stages"
+        2 * launches[1] < launches[2],
+        "the kernel's forward pass launches {} kernels, the tensor stages {}",
+        launches[1],
+        launches[2]
     );
 }
