@@ -43,7 +43,7 @@ pub use kernel::PixelKernel;
 pub use params::Params;
 pub use setup::Experiment;
 pub use simulate::{render, Image, RenderOptions};
-pub use simulator::Simulator;
+pub use simulator::{PanelSimulator, Simulator};
 
 /// The examples of the embedding guide (`docs/embedding.md`), compiled by `cargo test` as doc
 /// tests so that the guide cannot drift from the API.

@@ -9,7 +9,8 @@
 //! host one ([`SceneTensors::new`]) to rounding, so one graph serves rendering and gradients.
 
 use crate::config::SimConfig;
-use crate::diff::{crystal::lattice, detector::detector_in_frame, mosaic, orientation};
+use crate::diff::detector::{detector_in_frame, DetectorTensors};
+use crate::diff::{crystal::lattice, mosaic, orientation};
 use crate::physics::lattice::LatticeTensors;
 use crate::physics::structure_factor::HklTensor;
 use crate::scene::{tensor2, SceneTensors};
@@ -58,11 +59,17 @@ pub struct Params<B: Backend> {
     /// `[G]`: the HKL grid's F values (l fastest, [`crate::io::hkl::HklGrid`] layout), when
     /// structure factors were read.
     pub structure_factors: Option<Param<Tensor<B, 1>>>,
+    /// `[groups·6]`: the rigid motions of the panel groups of a detector of several panels
+    /// ([`crate::PanelSimulator`]; `None` for one panel), group g's at `6g..6g + 6`: shifts X,
+    /// Y, Z (m) along the detector file's own x, y, z, then rotations O, F, S (rad,
+    /// right-handed) about the group's normal, fast and slow axes through its centre; 0 at the
+    /// file's layout (`docs/panels.md`).
+    pub panel_motions: Option<Param<Tensor<B, 1>>>,
 }
 
-/// Names and sizes of the parameters, in [`Params::to_vec`] order.
-/// (`structure_factors` has the grid's size, 0 here.)
-pub const PARAMETERS: [(&str, usize); 17] = [
+/// Names and sizes of the parameters, in [`Params::tensors`] order.
+/// (`structure_factors` has the grid's size and `panel_motions` six a group, 0 here.)
+pub const PARAMETERS: [(&str, usize); 18] = [
     ("cell", 6),
     ("misset", 3),
     ("phi", 2),
@@ -80,6 +87,7 @@ pub const PARAMETERS: [(&str, usize); 17] = [
     ("default_f", 1),
     ("dispersion", 1),
     ("structure_factors", 0),
+    ("panel_motions", 0),
 ];
 
 fn leaf<B: Backend>(v: Vec<f64>, device: &B::Device) -> Tensor<B, 1> {
@@ -122,6 +130,7 @@ impl<B: Backend> Params<B> {
                 .as_ref()
                 .filter(|g| g.entries > 0)
                 .map(|g| param(g.values.clone(), device)),
+            panel_motions: None,
         }
     }
 
@@ -146,10 +155,11 @@ impl<B: Backend> Params<B> {
             default_f: self.default_f.map(&f),
             dispersion: self.dispersion.map(&f),
             structure_factors: self.structure_factors.map(|p| p.map(&f)),
+            panel_motions: self.panel_motions.map(|p| p.map(&f)),
         }
     }
 
-    /// The parameter tensors in [`PARAMETERS`] order (`close_distance` may be absent).
+    /// The parameter tensors in [`PARAMETERS`] order (the optional ones may be absent).
     pub fn tensors(&self) -> Vec<(&'static str, Option<Tensor<B, 1>>)> {
         vec![
             ("cell", Some(self.cell.val())),
@@ -169,6 +179,7 @@ impl<B: Backend> Params<B> {
             ("default_f", Some(self.default_f.val())),
             ("dispersion", Some(self.dispersion.val())),
             ("structure_factors", self.structure_factors.as_ref().map(Param::val)),
+            ("panel_motions", self.panel_motions.as_ref().map(Param::val)),
         ]
     }
 
@@ -213,6 +224,7 @@ impl<B: Backend> Params<B> {
             "dispersion" => &mut self.dispersion,
             "close_distance" => self.close_distance.as_mut().expect("present: checked by get"),
             "structure_factors" => self.structure_factors.as_mut().expect("present: checked by get"),
+            "panel_motions" => self.panel_motions.as_mut().expect("present: checked by get"),
             other => unreachable!("{other} is not a parameter but get found it"),
         };
         *slot = Param::initialized(slot.id, value);
@@ -253,10 +265,6 @@ impl<B: Backend> Params<B> {
             self.twotheta.val(),
         );
         let row = |v: Tensor<B, 1>| v.reshape([1, 3]);
-        let basis = Tensor::cat(
-            vec![row(det.fdet.clone()), row(det.sdet.clone()), row(det.odet.clone())],
-            0,
-        );
 
         // crystal orientations: mosaic · φ rotation of the φ = 0 lattice, C's (φ, domain) order
         let lat = lattice(
@@ -298,13 +306,6 @@ impl<B: Backend> Params<B> {
             coef,
             offset,
             inv_lambda,
-            basis,
-            pix0: row(det.pix0),
-            fdet: row(det.fdet),
-            sdet: row(det.sdet),
-            odet_col: det.odet.reshape([3, 1]),
-            close_distance: det.close_distance.reshape([1, 1]),
-            distance: det.distance.reshape([1, 1]),
             fluence: self.fluence.val().reshape([1, 1]),
             hkl,
             lattice: Some(LatticeTensors {
@@ -316,6 +317,7 @@ impl<B: Backend> Params<B> {
             i_bg: Some(i_bg),
             ..host.clone()
         }
+        .with_detector(det)
     }
 
     /// 1/λ of every source `[1, S]` (m⁻¹).
@@ -352,5 +354,23 @@ impl<B: Backend> SceneTensors<B> {
     /// scene that are constants.
     pub fn constants(exp: &Experiment, device: &B::Device) -> Self {
         SceneTensors::new(&crate::scene::Scene::new(exp), exp, device)
+    }
+
+    /// The scene with the detector `det`: its basis, origin and distances.
+    pub fn with_detector(self, det: DetectorTensors<B>) -> Self {
+        let row = |v: Tensor<B, 1>| v.reshape([1, 3]);
+        Self {
+            basis: Tensor::cat(
+                vec![row(det.fdet.clone()), row(det.sdet.clone()), row(det.odet.clone())],
+                0,
+            ),
+            pix0: row(det.pix0),
+            fdet: row(det.fdet),
+            sdet: row(det.sdet),
+            odet_col: det.odet.reshape([3, 1]),
+            close_distance: det.close_distance.reshape([1, 1]),
+            distance: det.distance.reshape([1, 1]),
+            ..self
+        }
     }
 }

@@ -189,6 +189,14 @@ pub fn to_host_shared<B: Backend, const D: usize>(t: Tensor<B, D>) -> crate::err
     to_host(t.detach() * 1.0)
 }
 
+/// `[ROI positions]`: 1 where rendered, 0 where masked; `None` without a mask.
+pub fn rendered_positions<B: Backend>(exp: &Experiment, device: &B::Device) -> Option<Tensor<B, 1>> {
+    exp.rendered_positions().map(|m| {
+        let n = m.len();
+        Tensor::from_data(TensorData::new(m, [n]), device)
+    })
+}
+
 /// The scene's tensors on a device.
 #[derive(Debug, Clone)]
 pub struct SceneTensors<B: Backend> {
@@ -256,10 +264,7 @@ impl<B: Backend> SceneTensors<B> {
             kahn: None,
             default_f: None,
             i_bg: None,
-            rendered: exp.rendered_positions().map(|m| {
-                let n = m.len();
-                Tensor::from_data(TensorData::new(m, [n]), device)
-            }),
+            rendered: rendered_positions(exp, device),
         }
     }
 

@@ -275,15 +275,15 @@ fn panel_derivatives(
     };
     let images = engine.derivatives(cfg, exp, &names, &opts)?;
     let image_of = |name: &str| &images[names.iter().position(|n| *n == name).expect("rendered")].data;
-    let combine = |m: usize| DerivativeImage {
-        spec: MOTION_SPECS[m],
-        data: (0..exp.detector.pixels())
-            .map(|p| {
-                (0..6)
-                    .map(|b| coefficients[m][b] * image_of(BASE[b])[p] as f64)
-                    .sum::<f64>() as f32
-            })
-            .collect(),
+    let combine = |m: usize| {
+        // the six base images, found once
+        let base: Vec<&Vec<f32>> = BASE.iter().map(|b| image_of(b)).collect();
+        DerivativeImage {
+            spec: MOTION_SPECS[m],
+            data: (0..exp.detector.pixels())
+                .map(|p| (0..6).map(|b| coefficients[m][b] * base[b][p] as f64).sum::<f64>() as f32)
+                .collect(),
+        }
     };
     Ok(asked
         .iter()

@@ -29,6 +29,7 @@
 use super::rotation::{axis_rotation, rotation_xyz};
 use super::{const_scalar, const_vec3, dot3, elem, mat_vec3};
 use crate::config::{Convention, Pivot, Vec3};
+use crate::setup::DetectorGeometry;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// The detector's geometry as tensors.
@@ -46,6 +47,23 @@ pub struct DetectorTensors<B: Backend> {
     pub distance: Tensor<B, 1>,
     /// `b·(Rz·Ry·Rx·o₀)` (2θ excluded, as C), `[1]`.
     pub ratio: Tensor<B, 1>,
+}
+
+impl<B: Backend> DetectorTensors<B> {
+    /// The host's resolved detector `geometry` as constants, placed as `like`.
+    pub fn constant<const D: usize>(geometry: &DetectorGeometry, like: &Tensor<B, D>) -> Self {
+        let vec = |v: Vec3| const_vec3(v, like);
+        let scalar = |x: f64| const_scalar(x, like);
+        Self {
+            fdet: vec(geometry.fdet),
+            sdet: vec(geometry.sdet),
+            odet: vec(geometry.odet),
+            pix0: vec(geometry.pix0),
+            close_distance: scalar(geometry.close_distance),
+            distance: scalar(geometry.distance),
+            ratio: scalar(geometry.ratio),
+        }
+    }
 }
 
 /// The constants of a detector: what stays fixed while its continuous parameters vary.
@@ -153,7 +171,7 @@ fn near_point<B: Backend>(frame: &DetectorFrame, beam_center: &Tensor<B, 1>, lik
 /// `ratio`, or the smallest positive f64 where it is exactly 0 (a detector normal
 /// perpendicular to the beam: no image, but finite numbers, as C's guard), without comparisons
 /// (a comparison would fix the device's default dtypes, see [`super::host`]). Rounds to 0 in f32.
-fn nonzero<B: Backend>(ratio: Tensor<B, 1>) -> Tensor<B, 1> {
+pub(crate) fn nonzero<B: Backend>(ratio: Tensor<B, 1>) -> Tensor<B, 1> {
     let zero = ratio.clone().sign().abs().neg() + 1.0;
     ratio + zero * f64::MIN_POSITIVE
 }

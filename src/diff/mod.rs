@@ -23,6 +23,7 @@ pub mod detector;
 pub mod host;
 pub mod mosaic;
 pub mod orientation;
+pub mod rigid_motion;
 pub mod rotation;
 
 use crate::config::Vec3;

@@ -149,9 +149,15 @@ fn refuse_single_panel_flags(d: &DetectorConfig, file: &str) -> Result<()> {
 /// (in the file's frame). The run's beam and polarization vectors (from its convention and
 /// `-beam_vector`/`-polar_vector`) place the file's frame.
 pub fn panel_configs(cfg: &SimConfig, layout: &PanelLayout, file: &str) -> Result<Vec<SimConfig>> {
+    let (beam, polar) = run_frame(cfg)?;
+    placed_panel_configs(cfg, &layout.in_run_frame(beam, polar), file)
+}
+
+/// [`panel_configs`] of a layout already placed in the run's frame by
+/// [`PanelLayout::in_run_frame`]`(`[`run_frame`]`(cfg))`.
+pub fn placed_panel_configs(cfg: &SimConfig, placed: &PanelLayout, file: &str) -> Result<Vec<SimConfig>> {
     refuse_single_panel_flags(&cfg.detector, file)?;
     let run = run_geometry(cfg)?;
-    let placed = layout.in_run_frame(run.beam, super::perpendicular(run.beam, run.polar));
     Ok(placed.panels.iter().map(|p| panel_config(cfg, &run, p)).collect())
 }
 

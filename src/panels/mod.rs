@@ -105,6 +105,15 @@ impl Panel {
         std::array::from_fn(|k| self.origin[k] + df * self.fast[k] + ds * self.slow[k])
     }
 
+    /// The centre of the panel's face (m): the midpoint of its pixel area.
+    pub fn centre(&self) -> Vec3 {
+        let (df, ds) = (
+            self.fpixels as f64 * self.pixel_size / 2.0,
+            self.spixels as f64 * self.pixel_size / 2.0,
+        );
+        std::array::from_fn(|k| self.origin[k] + df * self.fast[k] + ds * self.slow[k])
+    }
+
     /// Pixel mask, fast-major within a slow row (1 = render, 0 = bad), or `None` when every
     /// pixel renders.
     pub fn mask(&self) -> Option<Vec<u16>> {
@@ -203,10 +212,11 @@ pub(crate) fn perpendicular(direction: Vec3, hint: Vec3) -> Vec3 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn layout() -> PanelLayout {
+    /// One 4 × 3 panel at 0.1 m along the file's beam (+z), with a bad region.
+    pub(crate) fn layout() -> PanelLayout {
         PanelLayout {
             panels: vec![Panel {
                 name: "p0".into(),

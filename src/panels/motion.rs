@@ -96,7 +96,7 @@ impl GroupFrame {
             Some([f, s]) => [unitize(cross(f, s)).0, f, s],
             None => [first.facing_away(), first.fast, first.slow],
         };
-        let sum = members.iter().fold([0.0; 3], |acc, p| add(acc, panel_centre(p)));
+        let sum = members.iter().fold([0.0; 3], |acc, p| add(acc, p.centre()));
         GroupFrame {
             centre: scale(sum, 1.0 / members.len() as f64),
             axes,
@@ -120,15 +120,6 @@ impl GroupFrame {
         let s1 = about(o, motion[3], about(f, motion[4], s));
         [o, f1, s1]
     }
-}
-
-/// The centre of a panel (m).
-pub fn panel_centre(p: &Panel) -> Vec3 {
-    let half = |n: usize| n as f64 * p.pixel_size / 2.0;
-    add(
-        add(p.origin, scale(p.fast, half(p.fpixels))),
-        scale(p.slow, half(p.spixels)),
-    )
 }
 
 /// `v` rotated by `deg` degrees about the unit `axis` (right-handed; Rodrigues).
@@ -197,21 +188,30 @@ pub fn base_coefficients(panel: &Panel, frame: &GroupFrame, motion: &Motion, shi
     rows
 }
 
-/// Every panel's [`base_coefficients`] at no motion, for `layout` (in the file's frame) placed
-/// in a run's frame by [`PanelLayout::frame_rotation`]`(beam, polar)`, its groups those of
-/// `grouping`.
+/// Every panel's [`base_coefficients`] at no motion, for `layout` placed in a run's frame by
+/// [`PanelLayout::frame_rotation`]`(beam, polar)`, its groups those of `grouping` (both in the
+/// file's frame).
 pub fn panel_coefficients(layout: &PanelLayout, grouping: &Grouping, beam: Vec3, polar: Vec3) -> Vec<[[f64; 6]; 6]> {
-    let r = layout.frame_rotation(beam, polar);
-    let shift_axes: [Vec3; 3] = std::array::from_fn(|j| std::array::from_fn(|i| r[i][j]));
     let placed = layout.in_run_frame(beam, polar);
+    let (frames, shift_axes) = run_frames(layout, grouping, beam, polar);
     let mut out = vec![[[0.0; 6]; 6]; layout.panels.len()];
-    for group in &grouping.groups {
-        let frame = GroupFrame::of(group, &placed);
+    for (group, frame) in grouping.groups.iter().zip(&frames) {
         for &k in &group.panels {
-            out[k] = base_coefficients(&placed.panels[k], &frame, &[0.0; 6], &shift_axes);
+            out[k] = base_coefficients(&placed.panels[k], frame, &[0.0; 6], &shift_axes);
         }
     }
     out
+}
+
+/// The frames of `grouping`'s groups at `layout` (both in the file's frame) and the file's x,
+/// y, z axes, all in the run's frame that [`PanelLayout::frame_rotation`]`(beam, polar)`
+/// places the file in: a group's own axes turn with its panels.
+pub fn run_frames(layout: &PanelLayout, grouping: &Grouping, beam: Vec3, polar: Vec3) -> (Vec<GroupFrame>, [Vec3; 3]) {
+    let r = layout.frame_rotation(beam, polar);
+    let placed = layout.in_run_frame(beam, polar);
+    let grouping = grouping.rotated(&r);
+    let frames = grouping.groups.iter().map(|g| GroupFrame::of(g, &placed)).collect();
+    (frames, std::array::from_fn(|j| std::array::from_fn(|i| r[i][j])))
 }
 
 /// Rows of the inverse of the matrix with columns `f`, `s`, `o` (the dual basis), so that
@@ -228,6 +228,7 @@ fn panel_axes_inverse(f: Vec3, s: Vec3, o: Vec3) -> [Vec3; 3] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::mat_vec;
 
     #[test]
     fn rotation_is_right_handed_and_keeps_lengths() {
@@ -235,6 +236,40 @@ mod tests {
         assert!((v[0]).abs() < 1e-15 && (v[1] - 1.0).abs() < 1e-15 && v[2].abs() < 1e-15);
         let w = about(unitize([1.0, 2.0, 3.0]).0, 37.0, [0.3, -0.2, 0.9]);
         assert!((dot(w, w) - (0.09 + 0.04 + 0.81)).abs() < 1e-15);
+    }
+
+    /// A group's own axes (a DIALS hierarchy node's) turn into the run's frame with the
+    /// panels: the rotation rows of the coefficients are the axes as the run sees them.
+    #[test]
+    fn group_axes_are_placed_in_the_run_frame() {
+        let mut layout = crate::panels::tests::layout();
+        let (f, s) = ([0.0, 1.0, 0.0], [1.0, 0.0, 0.0]);
+        layout.groupings = vec![Grouping {
+            name: "level1".into(),
+            groups: vec![PanelGroup {
+                name: "node".into(),
+                panels: vec![0],
+                axes: Some([f, s]),
+            }],
+        }];
+        let grouping = layout.grouping("level1").unwrap();
+        let (beam, polar) = ([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+        let r = layout.frame_rotation(beam, polar);
+        let (frames, _) = run_frames(&layout, &grouping, beam, polar);
+        let want = [mat_vec(&r, cross(f, s)), mat_vec(&r, f), mat_vec(&r, s)];
+        let rows = panel_coefficients(&layout, &grouping, beam, polar)[0];
+        for k in 0..3 {
+            assert!(
+                (0..3).all(|i| (frames[0].axes[k][i] - want[k][i]).abs() < 1e-15),
+                "{k}: {:?}",
+                frames[0].axes
+            );
+            assert!(
+                (0..3).all(|i| (rows[3 + k][3 + i] - want[k][i]).abs() < 1e-15),
+                "{k}: {:?}",
+                rows[3 + k]
+            );
+        }
     }
 
     #[test]

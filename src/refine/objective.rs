@@ -11,7 +11,7 @@ use crate::scene::{Scene, SceneTensors};
 use crate::setup::Experiment;
 use crate::simulate::{render_scene, Image, RenderOptions};
 use burn::module::Module;
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 
 /// A scalar function of `x` with its gradient.
 ///
@@ -79,14 +79,24 @@ impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
     /// The image simulated at `x`.
     pub fn image(&mut self, x: &[f64]) -> Result<Image> {
         let params = self.params(x)?;
-        let scene = Scene::new(self.exp);
-        let constants = SceneTensors::<B>::constants(self.exp, &self.device);
-        let (cfg, exp, device) = (self.cfg, self.exp, &self.device);
         self.forward_passes += 1;
-        render_scene(exp, &scene, &self.options, device, &|| {
-            params.scene_with(cfg, exp, &constants, device)
-        })
+        render_params(self.cfg, self.exp, &params, &self.options, &self.device)
     }
+}
+
+/// The image of `exp` at `params` (a forward pass, no gradient), rendered as
+/// [`render_scene`] renders, chunk by chunk.
+pub(crate) fn render_params<B: Backend>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    params: &Params<B>,
+    options: &RenderOptions,
+    device: &B::Device,
+) -> Result<Image> {
+    let constants = SceneTensors::<B>::constants(exp, device);
+    render_scene(exp, &Scene::new(exp), options, device, &|| {
+        params.scene_with(cfg, exp, &constants, device)
+    })
 }
 
 impl<B: AutodiffBackend> ImageObjective<'_, B> {

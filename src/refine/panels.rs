@@ -9,20 +9,21 @@
 //! the sum over panels.
 
 use super::loss::Loss;
-use super::objective::Objective;
+use super::objective::{render_params, Objective};
 use super::selection::Selection;
+use crate::components::find;
 use crate::config::SimConfig;
+use crate::config::Vec3;
 use crate::error::{Error, Result};
 use crate::gradient::{weighted_vjp, ParamGradient};
 use crate::io::hkl::HklGrid;
-use crate::panels::custom::{panel_configs, run_frame};
+use crate::panels::custom::{placed_panel_configs, run_frame};
 use crate::panels::groups::Grouping;
-use crate::panels::motion::{base_coefficients, GroupFrame, Motion};
+use crate::panels::motion::{base_coefficients, run_frames, GroupFrame, Motion, BASE};
 use crate::panels::PanelLayout;
 use crate::params::Params;
-use crate::scene::{Scene, SceneTensors};
 use crate::setup::Experiment;
-use crate::simulate::{render_scene, RenderOptions};
+use crate::simulate::RenderOptions;
 use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 
@@ -63,18 +64,25 @@ impl<B: AutodiffBackend> PanelObjective<'_, B> {
         out
     }
 
-    /// The panels' configurations and experiments at `x`.
-    fn panels_at(&self, motions: &[Motion]) -> Result<Vec<(SimConfig, Experiment)>> {
-        let moved = self.layout.moved(&self.grouping, motions);
-        let mut cfg = self.cfg.clone();
-        cfg.detector.panels = Some(moved.clone());
-        panel_configs(&cfg, &moved, "refine")?
+    /// The layout at `motions`, placed in the run's frame, with each panel's configuration
+    /// and experiment.
+    fn place(&self, motions: &[Motion]) -> Result<Placed> {
+        let (beam, polar) = run_frame(self.cfg)?;
+        let (frames, shift_axes) = run_frames(&self.layout, &self.grouping, beam, polar);
+        let moved = self.layout.moved(&self.grouping, motions).in_run_frame(beam, polar);
+        let panels = placed_panel_configs(self.cfg, &moved, "refine")?
             .into_iter()
             .map(|pc| {
                 let exp = Experiment::with_structure_factors(&pc, self.grid.clone())?;
                 Ok((pc, exp))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Placed {
+            frames,
+            shift_axes,
+            moved,
+            panels,
+        })
     }
 
     /// The loss at `x` and its gradient.
@@ -87,8 +95,8 @@ impl<B: AutodiffBackend> PanelObjective<'_, B> {
             )));
         }
         let (shared, motions) = (&x[..self.selection.len()], self.group_motions(x));
-        let panels = self.panels_at(&motions)?;
-        let pixels: usize = panels.iter().map(|(_, e)| e.detector.pixels()).sum();
+        let placed = self.place(&motions)?;
+        let pixels: usize = placed.panels.iter().map(|(_, e)| e.detector.pixels()).sum();
         if self.observed.len() != pixels {
             return Err(Error::Config(format!(
                 "refine: observed image has {} pixels, the panels {pixels}",
@@ -99,22 +107,15 @@ impl<B: AutodiffBackend> PanelObjective<'_, B> {
         let mut total = prior;
         let mut grad = vec![0.0; self.dim()];
         grad[..shared.len()].copy_from_slice(&prior_grad);
-        let (beam, polar) = run_frame(self.cfg)?;
-        let rotation = self.layout.frame_rotation(beam, polar);
-        let start = self.layout.in_run_frame(beam, polar);
-        let moved = self.layout.moved(&self.grouping, &motions).in_run_frame(beam, polar);
-        let shift_axes = std::array::from_fn(|j| std::array::from_fn(|i| rotation[i][j]));
         let mut offset = 0;
-        for (k, (pc, exp)) in panels.iter().enumerate() {
+        for (k, (pc, exp)) in placed.panels.iter().enumerate() {
             let n = exp.detector.pixels();
             let observed = &self.observed[offset..offset + n];
             offset += n;
             let base = Params::<B>::new(pc, exp, &self.device).no_grad();
             let params = self.selection.write(&base, shared)?;
             if !with_gradient {
-                let constants = SceneTensors::<B>::constants(exp, &self.device);
-                let scene = || params.scene_with(pc, exp, &constants, &self.device);
-                let image = render_scene(exp, &Scene::new(exp), &self.options, &self.device, &scene)?;
+                let image = render_params(pc, exp, &params, &self.options, &self.device)?;
                 total += self.loss.evaluate(&image.data, observed, None)?.value;
                 continue;
             }
@@ -129,9 +130,9 @@ impl<B: AutodiffBackend> PanelObjective<'_, B> {
             let Some(group) = self.grouping.group_of(k) else {
                 continue;
             };
-            let frame = GroupFrame::of(&self.grouping.groups[group], &start);
-            let rows = base_coefficients(&moved.panels[k], &frame, &motions[group], &shift_axes);
-            let base_grad = base_gradient(&vjp.gradients);
+            let frame = &placed.frames[group];
+            let rows = base_coefficients(&placed.moved.panels[k], frame, &motions[group], &placed.shift_axes);
+            let base_grad = base_gradient(&vjp.gradients)?;
             for (j, c) in self.motions.iter().enumerate().filter(|(_, c)| c.group == group) {
                 grad[shared.len() + j] += (0..6).map(|b| rows[c.motion][b] * base_grad[b]).sum::<f64>();
             }
@@ -140,25 +141,25 @@ impl<B: AutodiffBackend> PanelObjective<'_, B> {
     }
 }
 
-/// ∂L/∂(Xbeam, Ybeam, close_distance) per mm and ∂L/∂(detector_rotx, y, z) per degree of one
-/// panel, from its parameter gradients (per m and rad).
-fn base_gradient(grads: &[ParamGradient]) -> [f64; 6] {
-    let get = |name: &str, i: usize| {
-        grads
-            .iter()
-            .find(|g| g.name == name)
-            .and_then(|g| g.values.get(i).copied())
-            .unwrap_or(0.0)
-    };
-    let deg = std::f64::consts::PI / 180.0;
-    [
-        get("beam_center", 0) * 1e-3,
-        get("beam_center", 1) * 1e-3,
-        get("close_distance", 0) * 1e-3,
-        get("detector_rotation", 0) * deg,
-        get("detector_rotation", 1) * deg,
-        get("detector_rotation", 2) * deg,
-    ]
+/// The layout of one evaluation: the groups' frames at the start and the shift axes (the
+/// file's x, y, z), the moved panels, all in the run's frame, and each panel's configuration.
+struct Placed {
+    frames: Vec<GroupFrame>,
+    shift_axes: [Vec3; 3],
+    moved: PanelLayout,
+    panels: Vec<(SimConfig, Experiment)>,
+}
+
+/// ∂L/∂b per flag unit (mm, degree) of each of a panel's [`BASE`] components, from its
+/// parameter gradients (per m and rad).
+fn base_gradient(grads: &[ParamGradient]) -> Result<[f64; 6]> {
+    let mut out = [0.0; 6];
+    for (o, name) in out.iter_mut().zip(BASE) {
+        let c = find(name, "refine")?;
+        let g = grads.iter().find(|g| g.name == c.param);
+        *o = g.and_then(|g| g.values.get(c.index)).copied().unwrap_or(0.0) * c.per_unit;
+    }
+    Ok(out)
 }
 
 impl<B: AutodiffBackend> Objective for PanelObjective<'_, B> {

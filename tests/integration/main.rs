@@ -23,6 +23,7 @@ mod kernel;
 mod kernel_autodiff;
 mod nexus;
 mod outputs;
+mod panel_simulator;
 mod panels;
 mod parity;
 mod parity_f32;

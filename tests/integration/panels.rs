@@ -11,10 +11,10 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_nanobragg");
 
 /// The crystal of the C fixtures (`make_fixtures.py`'s CRYSTAL).
-const CRYSTAL: &str =
+pub(crate) const CRYSTAL: &str =
     "-default_F 100 -cell 70 80 90 90 90 90 -misset 10 20 30 -lambda 1.0 -N 6 -oversample 2 -nonoise -nopgm";
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/panels").join(name)
 }
 
@@ -41,7 +41,7 @@ fn args(parts: &[&str]) -> Vec<String> {
 }
 
 /// Renders the detector of `flag FILE` and returns the float image `[P·slow·fast]`.
-fn render_panels(dir: &Path, flag: &str, file: &Path, extra: &str) -> Vec<f32> {
+pub(crate) fn render_panels(dir: &Path, flag: &str, file: &Path, extra: &str) -> Vec<f32> {
     let mut a = args(&[CRYSTAL, extra, "-floatfile all.bin"]);
     a.extend([flag.to_string(), file.display().to_string()]);
     ok(&run(dir, &a));
@@ -298,7 +298,7 @@ fn assert_derivative(ours: &[f32], plus: &[f32], minus: &[f32], step: f64, what:
 
 /// Renders `four_tilted.expt` with `extra` flags and `-derivative NAME d_NAME.bin` for each of
 /// `names` in `dir`.
-fn render_derivatives(dir: &Path, extra: &str, names: &[&str]) {
+pub(crate) fn render_derivatives(dir: &Path, extra: &str, names: &[&str]) {
     let mut a = args(&[CRYSTAL, "-floatfile all.bin", extra]);
     for name in names {
         a.extend(["-derivative".to_string(), name.to_string(), format!("d_{name}.bin")]);
@@ -447,30 +447,31 @@ fn group_frame(panels: &[FilePanel], members: &[usize]) -> ([f64; 3], [[f64; 3];
 /// along the file's x, y, z in mm; 3–5: rotation in degrees about the group's O, F, S through
 /// its centre).
 fn moved_group(members: &[usize], m: usize, amount: f64) -> String {
+    let mut motion = [0.0; 6];
+    motion[m] = amount;
+    moved_by(members, motion)
+}
+
+/// `four_tilted.expt` with the panels `members` moved as one group by `motion`: turned by
+/// S, then F, then O degrees about the group's fixed axes through its centre, then shifted by
+/// X, Y, Z mm along the file's axes (docs/panels.md).
+pub(crate) fn moved_by(members: &[usize], motion: [f64; 6]) -> String {
     let panels = file_panels();
     let (c, axes) = group_frame(&panels, members);
+    let turn = |v: [f64; 3]| {
+        let v = turned(v, axes[2], motion[5]);
+        turned(turned(v, axes[1], motion[4]), axes[0], motion[3])
+    };
     let text = std::fs::read_to_string(fixture("four_tilted.expt")).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     for &k in members {
         let (o, f, s, ..) = panels[k];
-        let (o, f, s) = if m < 3 {
-            let mut o = o;
-            o[m] += amount;
-            (o, f, s)
-        } else {
-            let u = axes[m - 3];
-            let rel = std::array::from_fn(|i| o[i] - c[i]);
-            let r = turned(rel, u, amount);
-            (
-                std::array::from_fn(|i| r[i] + c[i]),
-                turned(f, u, amount),
-                turned(s, u, amount),
-            )
-        };
+        let r = turn(std::array::from_fn(|i| o[i] - c[i]));
+        let o: [f64; 3] = std::array::from_fn(|i| r[i] + c[i] + motion[i]);
         let p = &mut v["detector"][0]["panels"][k];
         p["origin"] = serde_json::json!(o);
-        p["fast_axis"] = serde_json::json!(f);
-        p["slow_axis"] = serde_json::json!(s);
+        p["fast_axis"] = serde_json::json!(turn(f));
+        p["slow_axis"] = serde_json::json!(turn(s));
     }
     v.to_string()
 }
@@ -523,7 +524,7 @@ fn panel_and_group_motions_match_central_differences() {
 }
 
 /// The CRYSTAL run on `four_tilted.expt` as a configuration, and its layout.
-fn four_tilted_config() -> (nanobragg::SimConfig, nanobragg::panels::PanelLayout) {
+pub(crate) fn four_tilted_config() -> (nanobragg::SimConfig, nanobragg::panels::PanelLayout) {
     let mut a = args(&[CRYSTAL]);
     a.extend([
         "-detector_expt".to_string(),
@@ -537,7 +538,7 @@ fn four_tilted_config() -> (nanobragg::SimConfig, nanobragg::panels::PanelLayout
     (*cfg, layout)
 }
 
-type Ad = burn::backend::Autodiff<burn::backend::ndarray::NdArray<f64>>;
+pub(crate) type Ad = burn::backend::Autodiff<burn::backend::ndarray::NdArray<f64>>;
 
 /// A panel objective over `motions` of the `grouping`, against `observed`.
 fn panel_objective<'a>(

@@ -37,6 +37,9 @@ use burn::module::Module;
 use burn::tensor::{backend::Backend, Tensor};
 use std::sync::Arc;
 
+mod panels;
+pub use panels::{PanelSetup, PanelSimulator};
+
 /// Elements per `[samples, orientations]` intermediate of one chunk of [`Simulator::forward`]
 /// (the memory budget caps it further): large, because the whole graph of a differentiable
 /// forward pass stays alive anyway, and accelerators want few, large kernels.
@@ -81,7 +84,7 @@ impl<B: PixelKernel> Simulator<B> {
     pub fn new(cfg: &SimConfig, device: &B::Device) -> Result<Self> {
         if cfg.detector.panels.is_some() {
             return Err(Error::Config(
-                "Simulator::new renders one panel; for a detector of several panels (-geom, -detector_expt) use Simulator::panels, one simulator a panel".into(),
+                "Simulator::new renders one panel; for a detector of several panels (-geom, -detector_expt) use PanelSimulator (all panels, with trainable group motions) or Simulator::panels (one simulator a panel)".into(),
             ));
         }
         Self::with_grid(cfg, load_structure_factors(cfg)?, device)
@@ -106,13 +109,7 @@ impl<B: PixelKernel> Simulator<B> {
 
     fn with_grid(cfg: &SimConfig, grid: Option<crate::io::hkl::HklGrid>, device: &B::Device) -> Result<Self> {
         let exp = Experiment::with_structure_factors(cfg, grid)?;
-        let options = RenderOptions {
-            max_chunk_elements: Some(FORWARD_CHUNK_ELEMENTS),
-            threads: 1,
-            // the kernel where the backend has one (see `Simulator::forward_with`)
-            pixel_kernel: true,
-            ..RenderOptions::default()
-        };
+        let options = forward_options();
         Ok(Self {
             params: Params::new(cfg, &exp, device),
             setup: Arc::new(Setup {
@@ -164,32 +161,53 @@ impl<B: PixelKernel> Simulator<B> {
     /// tensor stages render, span by span, on the caller's graph. A readback of the scene's
     /// values that fails falls back to the tensor stages.
     pub fn forward_with(&self, params: &Params<B>) -> Tensor<B, 2> {
-        let Setup { cfg, exp, options } = &*self.setup;
+        let Setup { cfg, exp, .. } = &*self.setup;
         let device = params.cell.val().device();
         let host = Scene::new(exp);
         // the constants from the one host scene (Params::scene would lay it out again)
         let scene = params.scene_with(cfg, exp, &SceneTensors::new(&host, exp, &device), &device);
-        if options.pixel_kernel {
-            if let Ok(Some(image)) = B::render_scene(&self.setup, &host, &scene) {
-                return image;
-            }
-        }
-        let (spans, block) = spans(exp, &host, options, 8);
-        // one span after another on the caller's thread, each left on the device and on the
-        // caller's graph; C's interpolation rule as everywhere (crate::drive)
-        let mut parts: Vec<Option<Tensor<B, 1>>> = (0..spans.len()).map(|_| None).collect();
-        drive_here(
-            &spans,
-            exp.structure_factors.interpolate,
-            |chunk| {
-                let out = chunk_intensity(exp, &host, &scene, chunk.span, chunk.tricubic, block, &device);
-                Rendered {
-                    value: out.intensity.reshape([chunk.span.len]),
-                    out_of_range: out.out_of_range,
-                }
-            },
-            |chunk, values| parts[chunk.index] = Some(values),
-        );
-        assemble(exp, parts.into_iter().flatten().collect(), &device)
+        render(&self.setup, &host, &scene)
     }
+}
+
+/// How a forward pass chunks: one thread, chunks of [`FORWARD_CHUNK_ELEMENTS`], the kernel
+/// where the backend has one (see [`Simulator::forward_with`]).
+pub(crate) fn forward_options() -> RenderOptions {
+    RenderOptions {
+        max_chunk_elements: Some(FORWARD_CHUNK_ELEMENTS),
+        threads: 1,
+        pixel_kernel: true,
+        ..RenderOptions::default()
+    }
+}
+
+/// The image `[spixels, fpixels]` of the differentiable scene `scene` of `setup` (whose host
+/// scene is `host`), on `scene`'s graph: by `B`'s kernel where it has one and
+/// `options.pixel_kernel` is on, else (or where reading the scene's values back fails) by the
+/// tensor stages, span by span on the caller's thread.
+pub(crate) fn render<B: PixelKernel>(setup: &Arc<Setup>, host: &Scene, scene: &SceneTensors<B>) -> Tensor<B, 2> {
+    let Setup { exp, options, .. } = &**setup;
+    if options.pixel_kernel {
+        if let Ok(Some(image)) = B::render_scene(setup, host, scene) {
+            return image;
+        }
+    }
+    let device = scene.coef.device();
+    let (spans, block) = spans(exp, host, options, 8);
+    // one span after another, each left on the device and on the caller's graph; C's
+    // interpolation rule as everywhere (crate::drive)
+    let mut parts: Vec<Option<Tensor<B, 1>>> = (0..spans.len()).map(|_| None).collect();
+    drive_here(
+        &spans,
+        exp.structure_factors.interpolate,
+        |chunk| {
+            let out = chunk_intensity(exp, host, scene, chunk.span, chunk.tricubic, block, &device);
+            Rendered {
+                value: out.intensity.reshape([chunk.span.len]),
+                out_of_range: out.out_of_range,
+            }
+        },
+        |chunk, values| parts[chunk.index] = Some(values),
+    );
+    assemble(exp, parts.into_iter().flatten().collect(), &device)
 }
