@@ -50,6 +50,22 @@ pub struct DetectorTensors<B: Backend> {
 }
 
 impl<B: Backend> DetectorTensors<B> {
+    /// The detector of unit basis `[fdet, sdet, odet]`, origin `pix0` (m) and `ratio`, its
+    /// distances recomputed: `close_distance = pix0·odet`, `distance = close_distance/ratio`.
+    pub fn placed(basis: [Tensor<B, 1>; 3], pix0: Tensor<B, 1>, ratio: Tensor<B, 1>) -> Self {
+        let [fdet, sdet, odet] = basis;
+        let close_distance = dot3(pix0.clone(), odet.clone());
+        Self {
+            distance: close_distance.clone() / ratio.clone(),
+            ratio,
+            close_distance,
+            fdet,
+            sdet,
+            odet,
+            pix0,
+        }
+    }
+
     /// The host's resolved detector `geometry` as constants, placed as `like`.
     pub fn constant<const D: usize>(geometry: &DetectorGeometry, like: &Tensor<B, D>) -> Self {
         let vec = |v: Vec3| const_vec3(v, like);
@@ -133,16 +149,7 @@ pub fn detector_in_frame<B: Backend>(
             fdet.clone() * fbeam.neg() - sdet.clone() * sbeam + beam * distance0
         }
     };
-    let close_distance = dot3(pix0.clone(), odet.clone());
-    DetectorTensors {
-        distance: close_distance.clone() / ratio.clone(),
-        ratio,
-        close_distance,
-        fdet,
-        sdet,
-        odet,
-        pix0,
-    }
+    DetectorTensors::placed([fdet, sdet, odet], pix0, ratio)
 }
 
 /// Beam spot (Fbeam, Sbeam), `[1]` each (m), from (Xbeam, Ybeam) `[2]` in the convention's axes.

@@ -59,19 +59,10 @@ impl<B: Backend> RigidMotion<B> {
 
     /// A panel's detector `det`, moved; `beam` is the run's unit beam direction.
     pub fn detector(&self, det: DetectorTensors<B>, beam: Vec3) -> DetectorTensors<B> {
-        let [fdet, sdet, odet] = [det.fdet, det.sdet, det.odet].map(|v| self.direction(v));
+        let basis = [det.fdet, det.sdet, det.odet].map(|v| self.direction(v));
         let pix0 = self.point(det.pix0);
-        let ratio = nonzero(dot3(const_vec3(beam, &pix0), odet.clone()));
-        let close_distance = dot3(pix0.clone(), odet.clone());
-        DetectorTensors {
-            distance: close_distance.clone() / ratio.clone(),
-            ratio,
-            close_distance,
-            fdet,
-            sdet,
-            odet,
-            pix0,
-        }
+        let ratio = nonzero(dot3(const_vec3(beam, &pix0), basis[2].clone()));
+        DetectorTensors::placed(basis, pix0, ratio)
     }
 }
 

@@ -104,14 +104,7 @@ fn panel_simulator_motion_gradients_match_derivative_images_and_differences() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let device = common::f64_device();
-    let names = [
-        "panel_X",
-        "panel_Y",
-        "panel_Z",
-        "panel_rot_O",
-        "panel_rot_F",
-        "panel_rot_S",
-    ];
+    let names = nanobragg::panels::motion::MOTIONS.map(|(name, _)| name);
     let w = common::uniform(4 * N, 0.5, 1.5, 7);
     for (grouping, groups) in [("panels", 4), ("all", 1)] {
         let sim = simulator::<Ad>(grouping, &device);

@@ -481,14 +481,7 @@ fn panel_and_group_motions_match_central_differences() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let n = 32 * 24;
-    let names = [
-        "panel_X",
-        "panel_Y",
-        "panel_Z",
-        "panel_rot_O",
-        "panel_rot_F",
-        "panel_rot_S",
-    ];
+    let names = nanobragg::panels::motion::MOTIONS.map(|(name, _)| name);
     // (grouping, the groups to check as member lists)
     let cases: [(&str, Vec<Vec<usize>>); 2] = [("panels", vec![vec![1], vec![3]]), ("all", vec![vec![0, 1, 2, 3]])];
     for (grouping, groups) in cases {
