@@ -26,7 +26,7 @@ pub fn sin_pi<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
     if native(&t) {
         return (t * PI).sin();
     }
-    let m = t.clone() - ((t * 0.5 + 0.5).detach().floor() * 2.0);
+    let m = reduced(t);
     // sin(π·m) = sin(π·(±1 − m)): onto [−½, ½]
     let above = m.clone().greater_elem(0.5);
     let below = m.clone().lower_elem(-0.5);
@@ -34,7 +34,17 @@ pub fn sin_pi<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
         .clone()
         .mask_where(above, m.clone().neg() + 1.0)
         .mask_where(below, m.neg() - 1.0);
-    let x = folded * PI;
+    sin_pi_folded(folded)
+}
+
+/// t − 2·round(t/2) ∈ [−1, 1], exactly (the rounding's derivative is 0).
+fn reduced<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
+    t.clone() - ((t * 0.5 + 0.5).detach().floor() * 2.0)
+}
+
+/// sin(π·t) for t in [−½, ½]: the odd polynomial.
+fn sin_pi_folded<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
+    let x = t * PI;
     let x2 = x.clone() * x.clone();
     let mut series = x2.clone() * (1.0 / 6_227_020_800.0) - 1.0 / 39_916_800.0;
     for c in [1.0 / 362_880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0] {
@@ -48,8 +58,8 @@ pub fn cos_pi<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
     if native(&t) {
         return (t * PI).cos();
     }
-    let m = t.clone() - ((t * 0.5 + 0.5).detach().floor() * 2.0);
-    sin_pi(m.abs().neg() + 0.5)
+    // ½ − |m| is in [−½, ½] already
+    sin_pi_folded(reduced(t).abs().neg() + 0.5)
 }
 
 /// sin x, x in radians.
