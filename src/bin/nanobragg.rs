@@ -274,10 +274,10 @@ fn panel_derivatives(
         ..render.clone()
     };
     let images = engine.derivatives(cfg, exp, &names, &opts)?;
-    let image_of = |name: &str| &images[names.iter().position(|n| *n == name).expect("rendered")].data;
+    let image_of = |name: &str| &images[names.iter().position(|n| *n == name).expect("rendered")];
     let combine = |m: usize| {
         // the six base images, found once
-        let base: Vec<&Vec<f32>> = BASE.iter().map(|b| image_of(b)).collect();
+        let base: Vec<&[f32]> = BASE.iter().map(|b| image_of(b).data.as_slice()).collect();
         DerivativeImage {
             spec: MOTION_SPECS[m],
             data: (0..exp.detector.pixels())
@@ -289,10 +289,7 @@ fn panel_derivatives(
         .iter()
         .map(|n| match motion_index(n) {
             Some(m) => combine(m),
-            None => DerivativeImage {
-                spec: images[names.iter().position(|x| x == n).expect("rendered")].spec,
-                data: image_of(n).clone(),
-            },
+            None => image_of(n).clone(),
         })
         .collect())
 }

@@ -101,16 +101,19 @@ impl Panel {
 
     /// Lab position of the centre of pixel (`f`, `s`) (m).
     pub fn pixel_centre(&self, f: usize, s: usize) -> Vec3 {
-        let (df, ds) = ((f as f64 + 0.5) * self.pixel_size, (s as f64 + 0.5) * self.pixel_size);
-        std::array::from_fn(|k| self.origin[k] + df * self.fast[k] + ds * self.slow[k])
+        self.at((f as f64 + 0.5) * self.pixel_size, (s as f64 + 0.5) * self.pixel_size)
     }
 
     /// The centre of the panel's face (m): the midpoint of its pixel area.
     pub fn centre(&self) -> Vec3 {
-        let (df, ds) = (
+        self.at(
             self.fpixels as f64 * self.pixel_size / 2.0,
             self.spixels as f64 * self.pixel_size / 2.0,
-        );
+        )
+    }
+
+    /// Lab position of the point `df` along fast and `ds` along slow from the origin (m).
+    fn at(&self, df: f64, ds: f64) -> Vec3 {
         std::array::from_fn(|k| self.origin[k] + df * self.fast[k] + ds * self.slow[k])
     }
 

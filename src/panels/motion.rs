@@ -24,7 +24,9 @@ use super::groups::{Grouping, PanelGroup};
 use super::{Panel, PanelLayout};
 use crate::components::ParamComponent;
 use crate::config::Vec3;
-use crate::geometry::{add, cross, dot, scale, sub, unitize};
+use crate::diff::host::{self, Host};
+use crate::diff::rigid_motion::RigidMotion;
+use crate::geometry::{add, cross, dot, rotate_axis, scale, unitize};
 
 /// The motion parameters' names (as `-derivative NAME`) and units, in `[X, Y, Z, O, F, S]`
 /// order.
@@ -103,12 +105,11 @@ impl GroupFrame {
         }
     }
 
-    /// `v` turned by the motion's rotation R_O·R_F·R_S.
-    fn rotate(&self, motion: &Motion, v: Vec3) -> Vec3 {
-        let [o, f, s] = self.axes;
-        let v = about(s, motion[5], v);
-        let v = about(f, motion[4], v);
-        about(o, motion[3], v)
+    /// `motion` as the one rigid motion of the geometry ([`RigidMotion`]), evaluated on the
+    /// host in f64, shifts along `shift_axes`.
+    fn rigid_motion(&self, motion: &Motion, shift_axes: [Vec3; 3]) -> RigidMotion<Host> {
+        let si: Vec<f64> = motion.iter().zip(&MOTION_SPECS).map(|(v, m)| v * m.per_unit).collect();
+        RigidMotion::new(host::vector(&si), self.centre, self.axes, shift_axes)
     }
 
     /// The axes each rotation angle turns about at `motion` (per degree of O, F, S): O, then
@@ -124,9 +125,7 @@ impl GroupFrame {
 
 /// `v` rotated by `deg` degrees about the unit `axis` (right-handed; Rodrigues).
 fn about(axis: Vec3, deg: f64, v: Vec3) -> Vec3 {
-    let (sn, cs) = deg.to_radians().sin_cos();
-    let along = scale(axis, dot(axis, v) * (1.0 - cs));
-    add(add(scale(v, cs), scale(cross(axis, v), sn)), along)
+    rotate_axis(v, axis, deg.to_radians())
 }
 
 /// The translation of `motion` (m).
@@ -143,14 +142,12 @@ impl PanelLayout {
     pub fn moved(&self, grouping: &Grouping, motions: &[Motion]) -> PanelLayout {
         let mut out = self.clone();
         for (group, motion) in grouping.groups.iter().zip(motions) {
-            let frame = GroupFrame::of(group, self);
-            let t = add(frame.centre, shift(motion, &FILE_AXES));
+            let rigid = GroupFrame::of(group, self).rigid_motion(motion, FILE_AXES);
             for &k in &group.panels {
                 let p = &mut out.panels[k];
-                let rel = sub(p.origin, frame.centre);
-                p.origin = add(frame.rotate(motion, rel), t);
-                p.fast = frame.rotate(motion, p.fast);
-                p.slow = frame.rotate(motion, p.slow);
+                p.origin = host::vec3(rigid.point(host::vector(&p.origin)));
+                p.fast = host::vec3(rigid.direction(host::vector(&p.fast)));
+                p.slow = host::vec3(rigid.direction(host::vector(&p.slow)));
             }
         }
         out
