@@ -148,7 +148,7 @@ Port options
                             file's axes) and panel_rot_O panel_rot_F panel_rot_S (°, each
                             group's own axes))
   -engine cpu|wgpu          compute engine: burn-ndarray on the CPU (default), or burn-wgpu
-                            (f32; any Vulkan/Metal/DX12 adapter, llvmpipe without a GPU)
+                            (f32; a GPU through Vulkan, Metal on macOS; llvmpipe without one)
   -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
   -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)

@@ -4,11 +4,11 @@
 //! lists every flag and every `-derivative` name; every guide is compiled as a doc test
 //! (`src/lib.rs`) and listed in the README; and every file a guide names exists.
 //!
-//! A fenced block tagged `sh`, `bash` or `console` is run as one bash script in a fresh
-//! directory holding the input files the guides use (`INPUTS`). `nanobragg` on that script's
-//! PATH is a wrapper (`SHRINK`) that renders 16² pixels (`-detpixels` values replaced, or
-//! added), caps `-shots_random` at 4 shots, drops `-engine wgpu`/`-fusion` where no wgpu
-//! adapter exists, and records every failed run; `cargo run --release --` is replaced by
+//! A fenced block tagged `sh`, `bash` or `console` is run as one bash script; a guide's blocks
+//! run in order in one fresh directory holding the input files the guides use (`INPUTS`).
+//! `nanobragg` on the scripts' PATH is a wrapper (`SHRINK`) that renders 16² pixels
+//! (`-detpixels` values replaced, or added), caps `-shots_random` at 4 shots, drops
+//! `-engine wgpu` and `-fusion` where no wgpu adapter exists, and records every failed run; `cargo run --release --` is replaced by
 //! `nanobragg`, other cargo commands (build, test, bench, examples) are left out. In a
 //! `console` block only the lines after a `$ ` prompt are commands.
 
@@ -200,14 +200,17 @@ me="$(dirname "$0")/nanobragg"
 exec "$NB_DOCS_COMPARE" --c-bin "$me" --nanobragg "$me" "${options[@]}" -- "${OUT_ARGS[@]}"
 "#;
 
-/// `sbatch --array=A-B SCRIPT ARGS`: the first task of the array, run here.
+/// `sbatch --array=A-B SCRIPT ARGS`: every task of the array, one after the other, here.
 const SBATCH_SHIM: &str = r#"#!/usr/bin/env bash
+set -e
 range="${1#--array=}"; shift
 script="$1"; shift
 [ -e "$script" ] || script="$NB_DOCS_ROOT/$script"
 first="${range%-*}"; last="${range#*-}"
-SLURM_ARRAY_TASK_ID=$first SLURM_ARRAY_TASK_MIN=$first SLURM_ARRAY_TASK_COUNT=$((last - first + 1)) \
-    exec bash "$script" "$@"
+for task in $(seq "$first" "$last"); do
+    SLURM_ARRAY_TASK_ID=$task SLURM_ARRAY_TASK_MIN=$first SLURM_ARRAY_TASK_COUNT=$((last - first + 1)) \
+        bash "$script" "$@"
+done
 "#;
 
 /// A directory of wrappers to put first on PATH.
@@ -232,8 +235,8 @@ fn make_executable(path: &Path) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
-/// The outcome of one block: `Err` with what to report when it failed.
-fn run_block(shims: &Path, wgpu: bool, commands: &[String]) -> Result<(), String> {
+/// A fresh working directory holding the guides' input files.
+fn working_directory() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temporary directory");
     for (name, input) in &INPUTS {
         let target = dir.path().join(name);
@@ -243,13 +246,19 @@ fn run_block(shims: &Path, wgpu: bool, commands: &[String]) -> Result<(), String
         }
         .expect("input file written");
     }
+    dir
+}
+
+/// The outcome of one block run in `dir`: `Err` with what to report when it failed.
+fn run_block(dir: &Path, shims: &Path, wgpu: bool, commands: &[String]) -> Result<(), String> {
     let script: Vec<String> = commands.iter().filter_map(|c| runnable(c)).collect();
-    let failures = dir.path().join(".failures");
+    let failures = dir.join(".failures");
+    let _ = std::fs::remove_file(&failures);
     let path = format!("{}:{}", shims.display(), std::env::var("PATH").unwrap_or_default());
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(format!("set -eo pipefail\n{}", script.join("\n")))
-        .current_dir(dir.path())
+        .current_dir(dir)
         .env("PATH", path)
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())
         .env("NB_DOCS_NANOBRAGG", env!("CARGO_BIN_EXE_nanobragg"))
@@ -267,22 +276,36 @@ fn run_block(shims: &Path, wgpu: bool, commands: &[String]) -> Result<(), String
     if out.status.success() && recorded.is_empty() {
         return Ok(());
     }
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let tail: String = stderr.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-    Err(format!("script:\n{}\n{recorded}{}\nstderr (end):\n{tail}", script.join("\n"), out.status))
+    Err(format!(
+        "script:\n{}\n{recorded}{}\nstdout (end):\n{}\nstderr (end):\n{}",
+        script.join("\n"),
+        out.status,
+        last_lines(&stdout, 10),
+        last_lines(&stderr, 15)
+    ))
 }
 
-/// Runs every shell block of `guides` that runs nanobragg; the failures, each naming its
-/// guide and line.
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Runs the shell blocks of `guides` that run nanobragg, each guide's in order in one
+/// directory (as a reader following it would); the number run and the failures, each naming
+/// its guide and line.
 fn failures_of(guides: &[(String, String)]) -> (usize, Vec<String>) {
     let shims = shims();
     let wgpu = wgpu_available();
     let mut ran = 0;
     let mut failed = Vec::new();
     for (name, text) in guides {
+        let dir = working_directory();
         for block in shell_blocks(text).iter().filter(|b| runs_nanobragg(b)) {
             ran += 1;
-            if let Err(why) = run_block(shims.path(), wgpu, &block.commands) {
+            if let Err(why) = run_block(dir.path(), shims.path(), wgpu, &block.commands) {
                 failed.push(format!("{name}:{}: {why}", block.line));
             }
         }
