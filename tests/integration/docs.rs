@@ -54,7 +54,9 @@ fn shell_blocks(text: &str) -> Vec<ShellBlock> {
     let mut blocks = Vec::new();
     let mut lines = text.lines().enumerate();
     while let Some((i, line)) = lines.next() {
-        let Some(info) = line.trim_start().strip_prefix("```") else { continue };
+        let Some(info) = line.trim_start().strip_prefix("```") else {
+            continue;
+        };
         let lang = info.split([',', ' ']).next().unwrap_or("");
         let body: Vec<&str> = lines
             .by_ref()
@@ -225,8 +227,11 @@ fn shims() -> tempfile::TempDir {
     write("nanobragg", NANOBRAGG_SHIM);
     write("nanobragg-compare", COMPARE_SHIM);
     write("sbatch", SBATCH_SHIM);
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_nanobragg-manifest"), dir.path().join("nanobragg-manifest"))
-        .expect("link to nanobragg-manifest");
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_nanobragg-manifest"),
+        dir.path().join("nanobragg-manifest"),
+    )
+    .expect("link to nanobragg-manifest");
     dir
 }
 
@@ -325,8 +330,16 @@ fn wgpu_available() -> bool {
 #[test]
 fn every_command_of_the_guides_runs() {
     let (ran, failed) = failures_of(&guides());
-    assert!(ran >= 10, "only {ran} shell blocks run nanobragg: is the extraction broken?");
-    assert!(failed.is_empty(), "{} of {ran} blocks failed:\n\n{}", failed.len(), failed.join("\n\n"));
+    assert!(
+        ran >= 10,
+        "only {ran} shell blocks run nanobragg: is the extraction broken?"
+    );
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} blocks failed:\n\n{}",
+        failed.len(),
+        failed.join("\n\n")
+    );
 }
 
 /// The check itself must fail on a wrong flag, a missing value and a failing background run.
@@ -352,10 +365,19 @@ fn shell_blocks_join_continuations_and_drop_console_output() {
     let text = "```console\n$ nanobragg -N 5 \\\n    -lambda 1\nwriting x\n```\n\n```text\nnanobragg -x\n```\n";
     let blocks = shell_blocks(text);
     assert_eq!(blocks.len(), 1);
-    assert_eq!((blocks[0].line, blocks[0].commands.clone()), (1, vec!["nanobragg -N 5 -lambda 1".to_string()]));
+    assert_eq!(
+        (blocks[0].line, blocks[0].commands.clone()),
+        (1, vec!["nanobragg -N 5 -lambda 1".to_string()])
+    );
     assert_eq!(runnable("cargo build --release"), None);
-    assert_eq!(runnable("cargo run --release -- -N 5").as_deref(), Some("nanobragg -N 5"));
-    assert_eq!(runnable("NB_C_BIN=x cargo run --release --example bench -- --sizes 512"), None);
+    assert_eq!(
+        runnable("cargo run --release -- -N 5").as_deref(),
+        Some("nanobragg -N 5")
+    );
+    assert_eq!(
+        runnable("NB_C_BIN=x cargo run --release --example bench -- --sizes 512"),
+        None
+    );
 }
 
 /// The words of `text` (split at white space and the punctuation around flags and names).
@@ -367,7 +389,10 @@ fn words(text: &str) -> Vec<&str> {
 
 #[test]
 fn help_lists_every_shot_flag_and_derivative_name() {
-    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg")).arg("-h").output().expect("binary runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+        .arg("-h")
+        .output()
+        .expect("binary runs");
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     assert_eq!(help, nanobragg::cli::usage(), "-h prints the usage text");
@@ -388,7 +413,10 @@ fn every_guide_is_compiled_and_listed_in_the_readme() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     for (name, _) in guides() {
         let include = format!("include_str!(\"../{name}\")");
-        assert!(lib.contains(&include), "src/lib.rs does not compile {name}'s examples ({include})");
+        assert!(
+            lib.contains(&include),
+            "src/lib.rs does not compile {name}'s examples ({include})"
+        );
         if name != "README.md" {
             assert!(readme.contains(&format!("({name})")), "README.md does not link {name}");
         }
@@ -397,7 +425,16 @@ fn every_guide_is_compiled_and_listed_in_the_readme() {
 
 /// Paths of the repository a text names in backticks or links (`src/...`, `docs/...`, ...).
 fn named_paths(text: &str) -> Vec<String> {
-    const TOP: [&str; 8] = ["src/", "tests/", "examples/", "docs/", "fixtures/", "benches/", "vendor/", ".ci/"];
+    const TOP: [&str; 8] = [
+        "src/",
+        "tests/",
+        "examples/",
+        "docs/",
+        "fixtures/",
+        "benches/",
+        "vendor/",
+        ".ci/",
+    ];
     text.split(|c: char| c.is_whitespace() || "`()[]<>\"',;".contains(c))
         .map(|w| w.trim_end_matches(['.', ':']))
         .filter(|w| TOP.iter().any(|t| w.starts_with(t)) && !w.contains(['*', '{', '$']))
@@ -409,12 +446,20 @@ fn named_paths(text: &str) -> Vec<String> {
 fn every_file_a_guide_names_exists() {
     let mut missing = Vec::new();
     for (name, text) in guides() {
-        let base = if name == "README.md" { root() } else { root().join("docs") };
+        let base = if name == "README.md" {
+            root()
+        } else {
+            root().join("docs")
+        };
         for path in named_paths(&text) {
             if !root().join(&path).exists() && !base.join(&path).exists() {
                 missing.push(format!("{name}: {path}"));
             }
         }
     }
-    assert!(missing.is_empty(), "named but not in the repository:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "named but not in the repository:\n{}",
+        missing.join("\n")
+    );
 }
