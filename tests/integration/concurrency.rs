@@ -247,7 +247,7 @@ fn vector_jacobian_products_with_kept_parameters_equal_the_serial_ones() {
     let mismatches = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for t in 0..THREADS {
-            let (setups, reference, mismatches, job) = (&setups, &reference, &mismatches, &job);
+            let (setups, reference, mismatches, job, configs) = (&setups, &reference, &mismatches, &job, &configs);
             scope.spawn(move || {
                 let c = t % 2;
                 let params = Params::<Ad>::new(&setups[c].0, &setups[c].1, &dev());
