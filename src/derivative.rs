@@ -103,6 +103,7 @@ fn scene_vector<B: Backend>(st: &SceneTensors<B>) -> Tensor<B, 1> {
 fn scene_jacobian<AB: AutodiffBackend>(
     cfg: &SimConfig,
     exp: &Experiment,
+    values: &[(String, Vec<f64>)],
     specs: &[&DerivativeSpec],
     width: usize,
     orientations: usize,
@@ -113,7 +114,7 @@ fn scene_jacobian<AB: AutodiffBackend>(
     let m: usize = layout(orientations).iter().map(|(_, k)| k).sum();
     let mut jac = vec![0.0; m * n];
     for j in 0..m {
-        let params = Params::<AB>::new(cfg, exp, device).map_tensors(|t| t.require_grad());
+        let params = Params::<AB>::at(cfg, exp, values, device)?.map_tensors(|t| t.require_grad());
         let z = scene_vector(&params.scene_with(cfg, exp, &constants, device));
         let grads = z.narrow(0, j, 1).sum().backward();
         for (i, s) in specs.iter().enumerate() {
@@ -191,15 +192,28 @@ pub fn derivative_images<AB: AutodiffBackend>(
     opts: &RenderOptions,
     device: &AB::Device,
 ) -> Result<(Image, Vec<DerivativeImage>)> {
+    derivative_images_at::<AB>(cfg, exp, &[], names, opts, device)
+}
+
+/// [`derivative_images`] at the configuration's parameters with the named ones set to `values`
+/// (see [`Params::at`]).
+pub fn derivative_images_at<AB: AutodiffBackend>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    values: &[(String, Vec<f64>)],
+    names: &[&str],
+    opts: &RenderOptions,
+    device: &AB::Device,
+) -> Result<(Image, Vec<DerivativeImage>)> {
     let specs = names.iter().map(|n| find(n)).collect::<Result<Vec<_>>>()?;
-    let probe_params = Params::<AB>::new(cfg, exp, device).no_grad();
+    let probe_params = Params::<AB>::at(cfg, exp, values, device)?.no_grad();
     if let Some(s) = specs.iter().find(|s| probe_params.get(s.param).is_none()) {
         return Err(missing(s));
     }
     let n = specs.len();
     let width = probe_width(n);
     let scene = Scene::new(exp);
-    let jac = scene_jacobian::<AB>(cfg, exp, &specs, width, scene.orientations, device)?;
+    let jac = scene_jacobian::<AB>(cfg, exp, values, &specs, width, scene.orientations, device)?;
     let t = tangents::<AB>(&jac, width, scene.orientations, device);
     let st = probe_params.scene(cfg, exp, device);
 

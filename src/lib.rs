@@ -72,6 +72,8 @@ pub mod guides {
     pub struct Panels;
     #[doc = include_str!("../docs/performance.md")]
     pub struct Performance;
+    #[doc = include_str!("../docs/python.md")]
+    pub struct Python;
     #[doc = include_str!("../docs/refinement.md")]
     pub struct Refinement;
 }

@@ -134,6 +134,20 @@ impl<B: Backend> Params<B> {
         }
     }
 
+    /// The parameters of a configuration ([`Params::new`]) with the named ones set to host
+    /// `values` (the units above), trainable: the parameters of a moved copy of the
+    /// configuration, e.g. for bindings that hold parameter values as plain numbers.
+    pub fn at(
+        cfg: &SimConfig,
+        exp: &Experiment,
+        values: &[(String, Vec<f64>)],
+        device: &B::Device,
+    ) -> crate::error::Result<Self> {
+        values.iter().try_fold(Self::new(cfg, exp, device), |p, (name, v)| {
+            p.replace(name, leaf(v.clone(), device).require_grad())
+        })
+    }
+
     /// Apply `f` to every parameter tensor (e.g. `detach().require_grad()`), keeping the
     /// parameters' ids.
     pub fn map_tensors(self, f: impl Fn(Tensor<B, 1>) -> Tensor<B, 1>) -> Self {

@@ -33,6 +33,7 @@
 //! auto-selected step counts, N clamping): that is [`crate::setup`]'s job.
 
 pub(crate) mod flags;
+pub mod program;
 mod usage;
 
 #[cfg(test)]

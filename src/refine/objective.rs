@@ -86,7 +86,7 @@ impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
 
 /// The image of `exp` at `params` (a forward pass, no gradient), rendered as
 /// [`render_scene`] renders, chunk by chunk.
-pub(crate) fn render_params<B: Backend>(
+pub fn render_params<B: Backend>(
     cfg: &SimConfig,
     exp: &Experiment,
     params: &Params<B>,

@@ -1,0 +1,457 @@
+//! The `Simulator` class: a configuration from the C flags, rendered, differentiated and moved
+//! from Python. Immutable: `with_parameters` and `with_vector` return moved copies, so one
+//! simulator may be used from several Python threads at once.
+
+use crate::arrays;
+use crate::errors::{detached, to_py, value_error};
+use crate::flags::{self, Flags};
+use crate::tasks::{At, DerivativesAt, LossAt, RenderAt, ValuesAt, VectorAt, VjpAt};
+use nanobragg::cli::program::render_options;
+use nanobragg::cli::RunOptions;
+use nanobragg::config::SimConfig;
+use nanobragg::engine::{Engine, EngineKind, Precision};
+use nanobragg::output::Statistics;
+use nanobragg::panels::custom::panel_configs;
+use nanobragg::refine::Loss;
+use nanobragg::setup::load_structure_factors;
+use nanobragg::simulate::{Image, RenderOptions};
+use nanobragg::Experiment;
+use numpy::{AllowTypeChange, PyArrayLikeDyn};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::sync::Arc;
+
+/// What the flags resolved once, shared by a simulator and its moved copies.
+struct Setup {
+    flags: Vec<String>,
+    run_opts: RunOptions,
+    render: RenderOptions,
+    /// One configuration and experiment per panel: one for a flat detector, each panel's own
+    /// CUSTOM detector for `-geom`/`-detector_expt` (as the binary renders them).
+    panels: Vec<(SimConfig, Experiment)>,
+    /// A detector of several panels: images are `(panels, slow, fast)`.
+    stacked: bool,
+}
+
+/// A nanoBragg simulation, from the C program's flags (same flags, units and defaults).
+///
+/// Images are float32 numpy arrays `(slow, fast)` of photons per pixel, or `(panels, slow,
+/// fast)` for a detector of several panels (`-geom`, `-detector_expt`).
+#[pyclass(frozen, module = "nanobragg")]
+pub struct Simulator {
+    setup: Arc<Setup>,
+    /// Parameters moved from the configuration's values (`with_parameters`).
+    values: Vec<(String, Vec<f64>)>,
+}
+
+impl Simulator {
+    /// The engine `engine` and `precision` pick, else the flags' (`-engine`, `-precision`).
+    fn engine(&self, engine: Option<&str>, precision: Option<&str>) -> PyResult<Engine> {
+        let o = &self.setup.run_opts;
+        let kind = match engine {
+            None => o.engine,
+            Some("cpu") => EngineKind::Cpu,
+            Some("wgpu") => EngineKind::Wgpu,
+            Some(other) => return Err(value_error(format!("engine '{other}': expected 'cpu' or 'wgpu'"))),
+        };
+        let precision = match precision {
+            None => o.precision,
+            Some("f64") => Some(Precision::F64),
+            Some("f32") => Some(Precision::F32),
+            Some(other) => return Err(value_error(format!("precision '{other}': expected 'f64' or 'f32'"))),
+        };
+        Engine::select(kind, precision, o.fusion).map_err(to_py)
+    }
+
+    /// The one panel's configuration and experiment; gradients and moved parameters are for a
+    /// detector of one panel.
+    fn single(&self, what: &str) -> PyResult<&(SimConfig, Experiment)> {
+        if self.setup.stacked {
+            return Err(value_error(format!(
+                "{what}: this simulator has a detector of several panels (-geom/-detector_expt); {what} is for one panel"
+            )));
+        }
+        Ok(&self.setup.panels[0])
+    }
+
+    fn at<'a>(&'a self, cfg: &'a SimConfig, exp: &'a Experiment, engine: &Engine) -> At<'a> {
+        At {
+            cfg,
+            exp,
+            values: &self.values,
+            opts: engine.options(&self.setup.render),
+        }
+    }
+
+    fn dims(&self) -> Vec<usize> {
+        let d = &self.setup.panels[0].1.detector;
+        match self.setup.stacked {
+            true => vec![self.setup.panels.len(), d.spixels, d.fpixels],
+            false => vec![d.spixels, d.fpixels],
+        }
+    }
+
+    fn pixels(&self) -> usize {
+        self.dims().iter().product()
+    }
+
+    fn moved(&self, values: Vec<(String, Vec<f64>)>) -> Simulator {
+        Simulator {
+            setup: self.setup.clone(),
+            values,
+        }
+    }
+}
+
+/// C's printed statistics of an image, as a dict (photons; positions in m), and the time the
+/// render took in Rust.
+fn statistics_dict<'py>(
+    py: Python<'py>,
+    exp: &Experiment,
+    image: &Image,
+    seconds: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = Statistics::of(exp, image);
+    let d = PyDict::new(py);
+    d.set_item("max_I", s.max_i)?;
+    d.set_item("max_I_fast_m", s.max_at.0)?;
+    d.set_item("max_I_slow_m", s.max_at.1)?;
+    d.set_item("mean", s.mean)?;
+    d.set_item("rms", s.rms)?;
+    d.set_item("rmsd", s.rmsd)?;
+    d.set_item("rendered_pixels", s.rendered)?;
+    d.set_item("solid_angle_sr", image.omega_sum / exp.steps as f64)?;
+    // the render's own time in Rust (all panels), without the Python call around it
+    d.set_item("render_seconds", seconds)?;
+    Ok(d)
+}
+
+#[pymethods]
+impl Simulator {
+    /// A simulator from the C flags: a list of strings, or one string split at whitespace,
+    /// then keyword overrides (`distance=100.0` is `-distance 100`; a tuple gives several
+    /// values; `nopolar=True` a bare flag). Output flags are accepted and ignored. Structure
+    /// factors are read as the binary reads them (`-hkl`, else `Fdump.bin`, else `-default_F`).
+    #[staticmethod]
+    #[pyo3(signature = (flags, **overrides))]
+    fn from_flags(py: Python<'_>, flags: Flags, overrides: Option<&Bound<'_, PyDict>>) -> PyResult<Simulator> {
+        let (args, cfg, run_opts) = flags::parse(flags, overrides)?;
+        let setup = detached(py, move || {
+            let threads = run_opts.apply_threads()?;
+            let render = render_options(&cfg, &run_opts, threads);
+            let grid = load_structure_factors(&cfg)?;
+            let (panels, stacked) = match &cfg.detector.panels {
+                None => (
+                    vec![(cfg.clone(), Experiment::with_structure_factors(&cfg, grid)?)],
+                    false,
+                ),
+                Some(layout) => {
+                    let configs = panel_configs(&cfg, layout, "-geom/-detector_expt")?;
+                    let panels = configs
+                        .into_iter()
+                        .map(|pc| {
+                            let exp = Experiment::with_structure_factors(&pc, grid.clone())?;
+                            Ok((pc, exp))
+                        })
+                        .collect::<nanobragg::Result<Vec<_>>>()?;
+                    (panels, true)
+                }
+            };
+            Ok(Setup {
+                flags: args,
+                run_opts,
+                render,
+                panels,
+                stacked,
+            })
+        })?;
+        let d = &setup.panels[0].1.detector;
+        if setup.stacked
+            && setup
+                .panels
+                .iter()
+                .any(|(_, e)| (e.detector.fpixels, e.detector.spixels) != (d.fpixels, d.spixels))
+        {
+            return Err(value_error(
+                "-geom/-detector_expt: the panels differ in size; an array (panels, slow, fast) needs panels of one size",
+            ));
+        }
+        Ok(Simulator {
+            setup: Arc::new(setup),
+            values: Vec::new(),
+        })
+    }
+
+    /// The flags this simulator was made from (keyword overrides appended).
+    #[getter]
+    fn flags(&self) -> Vec<String> {
+        self.setup.flags.clone()
+    }
+
+    /// `(slow, fast)`, or `(panels, slow, fast)`.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.dims())
+    }
+
+    /// The image: float32 photons per pixel, `(slow, fast)` or `(panels, slow, fast)`; at the
+    /// configuration's own parameters the very values of the binary's `-floatfile`. `engine`
+    /// 'cpu' or 'wgpu' and `precision` 'f64' or 'f32' default to the flags' (`-engine`,
+    /// `-precision`; cpu f64). With `statistics=True` it returns `(image, stats)`, `stats` C's
+    /// printed statistics (`max_I`, `mean`, `rms`, `rmsd`, ...; a list of dicts, one a panel,
+    /// for several panels). The GIL is released while it renders.
+    #[pyo3(signature = (engine=None, precision=None, statistics=false))]
+    fn render<'py>(
+        &self,
+        py: Python<'py>,
+        engine: Option<&str>,
+        precision: Option<&str>,
+        statistics: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let engine = self.engine(engine, precision)?;
+        let start = std::time::Instant::now();
+        let images = detached(py, || {
+            self.setup
+                .panels
+                .iter()
+                .map(|(cfg, exp)| match self.values.is_empty() {
+                    true => engine.render(exp, &self.setup.render),
+                    false => engine.run(RenderAt(self.at(cfg, exp, &engine))),
+                })
+                .collect::<nanobragg::Result<Vec<Image>>>()
+        })?;
+        let seconds = start.elapsed().as_secs_f64();
+        let stats = match statistics {
+            false => None,
+            true => Some(
+                self.setup
+                    .panels
+                    .iter()
+                    .zip(&images)
+                    .map(|((_, exp), image)| statistics_dict(py, exp, image, seconds))
+                    .collect::<PyResult<Vec<_>>>()?,
+            ),
+        };
+        let data = match images.len() {
+            1 => images.into_iter().next().expect("one").data,
+            _ => images.into_iter().flat_map(|i| i.data).collect(),
+        };
+        let array = arrays::image(py, data, &self.dims())?.into_any().unbind();
+        Ok(match stats {
+            None => array,
+            Some(mut s) if !self.setup.stacked => (array, s.remove(0)).into_pyobject(py)?.into_any().unbind(),
+            Some(s) => (array, s).into_pyobject(py)?.into_any().unbind(),
+        })
+    }
+
+    /// Every continuous parameter, name → float64 array, in the library's units: `cell` (Å,
+    /// rad), `misset` (rad), `phi` (rad), `mosaic_spread` (rad), `distance` (m),
+    /// `close_distance` (m, when given), `beam_center` (m), `detector_rotation` (rad),
+    /// `twotheta` (rad), `lambda0` (m), `fluence` (photons/m²), `n_cells`, `polarization`,
+    /// `water_size` (m), `default_f` (electrons), `dispersion` (fraction), `structure_factors`
+    /// (electrons, when an HKL grid was read).
+    #[getter]
+    fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (cfg, exp) = self.single("parameters")?;
+        let engine = Engine::default();
+        let values = detached(py, || engine.run(ValuesAt(self.at(cfg, exp, &engine))))?;
+        let d = PyDict::new(py);
+        for (name, v) in values {
+            d.set_item(name, arrays::vector(py, v))?;
+        }
+        Ok(d)
+    }
+
+    /// A copy with parameters moved: `with_parameters(distance=[0.101], cell=[...])`, names and
+    /// units as `parameters`, each with its full number of components.
+    #[pyo3(signature = (**values))]
+    fn with_parameters(&self, py: Python<'_>, values: Option<&Bound<'_, PyDict>>) -> PyResult<Simulator> {
+        let (cfg, exp) = self.single("with_parameters")?;
+        let mut merged = self.values.clone();
+        if let Some(values) = values {
+            for (k, v) in values.iter() {
+                let name: String = k.extract()?;
+                let v: Vec<f64> = match v.extract::<f64>() {
+                    Ok(x) => vec![x],
+                    Err(_) => v.extract::<Vec<f64>>()?,
+                };
+                merged.retain(|(n, _)| *n != name);
+                merged.push((name, v));
+            }
+        }
+        // checked now: names and sizes
+        let engine = Engine::default();
+        let at = At {
+            cfg,
+            exp,
+            values: &merged,
+            opts: self.setup.render.clone(),
+        };
+        detached(py, || engine.run(ValuesAt(at)))?;
+        Ok(self.moved(merged))
+    }
+
+    /// ∂(Σ_p w_p·I_p)/∂θ for every parameter θ (names and units as `parameters`): `weights` an
+    /// array of the image's shape, `None` for all ones. Returns a dict name → float64 array.
+    #[pyo3(signature = (weights=None, engine=None, precision=None))]
+    fn gradient<'py>(
+        &self,
+        py: Python<'py>,
+        weights: Option<PyArrayLikeDyn<'py, f32, AllowTypeChange>>,
+        engine: Option<&str>,
+        precision: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (cfg, exp) = self.single("gradient")?;
+        let engine = self.engine(engine, precision)?;
+        let w = weights
+            .map(|w| arrays::pixels("weights", &w, self.pixels()))
+            .transpose()?;
+        let at = self.at(cfg, exp, &engine);
+        let (_, grads) = detached(py, || {
+            engine.run(VjpAt {
+                at,
+                weights: w.as_deref(),
+            })
+        })?;
+        let d = PyDict::new(py);
+        for g in grads {
+            d.set_item(g.name, arrays::vector(py, g.values))?;
+        }
+        Ok(d)
+    }
+
+    /// Derivative images ∂I/∂θ for the named components, name → float32 array of the image's
+    /// shape, per unit of the component's flag: `distance`, `close_distance`, `Xbeam`,
+    /// `Ybeam` per mm; `cell_a/b/c`, `lambda` per Å; `cell_alpha/beta/gamma`, `misset_x/y/z`,
+    /// `phi`, `phistep`, `mosaic`, `detector_rotx/y/z`, `twotheta` per degree; `Na/Nb/Nc` per
+    /// cell; `dispersion` per %; `polar` per unit of K; `fluence` per photon/m²; `default_F`
+    /// per electron; `water` per µm. Exact (no finite differences).
+    #[pyo3(signature = (names, engine=None, precision=None))]
+    fn derivatives<'py>(
+        &self,
+        py: Python<'py>,
+        names: Vec<String>,
+        engine: Option<&str>,
+        precision: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (cfg, exp) = self.single("derivatives")?;
+        let engine = self.engine(engine, precision)?;
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let at = self.at(cfg, exp, &engine);
+        let (_, images) = detached(py, || engine.run(DerivativesAt { at, names: &refs }))?;
+        let d = PyDict::new(py);
+        for (name, image) in names.iter().zip(images) {
+            d.set_item(name, arrays::image(py, image.data, &self.dims())?)?;
+        }
+        Ok(d)
+    }
+
+    /// The vector `x` of the named components (names as `derivatives`): each in its flag's unit
+    /// (mm, °, Å, ...), except `mosaic`, `fluence` and `water`, which are logarithms (of °, of
+    /// the fluence relative to this simulator's, of µm). The order is the order of `names`.
+    fn vector<'py>(&self, py: Python<'py>, names: Vec<String>) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let (cfg, exp) = self.single("vector")?;
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let engine = Engine::default();
+        let at = self.at(cfg, exp, &engine);
+        let (x, _) = detached(py, || {
+            engine.run(VectorAt {
+                at,
+                labels: &refs,
+                x: None,
+            })
+        })?;
+        Ok(arrays::vector(py, x))
+    }
+
+    /// A copy with the named components set from `x` (as `vector` reads them).
+    fn with_vector(&self, py: Python<'_>, names: Vec<String>, x: Vec<f64>) -> PyResult<Simulator> {
+        let (cfg, exp) = self.single("with_vector")?;
+        if x.len() != names.len() {
+            return Err(value_error(format!("{} values for {} names", x.len(), names.len())));
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let engine = Engine::default();
+        let at = self.at(cfg, exp, &engine);
+        let (_, values) = detached(py, || {
+            engine.run(VectorAt {
+                at,
+                labels: &refs,
+                x: Some(&x),
+            })
+        })?;
+        Ok(self.moved(values.into_iter().map(|(n, v)| (n.to_string(), v)).collect()))
+    }
+
+    /// `(f, g)`: the loss of the image at `x` against `observed` (photons per pixel, the image's
+    /// shape) and its gradient over `x`, the vector of the components `parameters` (as
+    /// `vector`; `x=None` is this simulator's own). `loss` is 'poisson' (half the Poisson
+    /// deviance, Σ I − k − k·ln(I/k)) or 'least_squares' (½ Σ (I − k)²); `mask` a boolean
+    /// array, True where a pixel counts. The shape `scipy.optimize.minimize(fun, x0,
+    /// jac=True)` takes: `fun = lambda x: sim.loss_and_gradient(obs, parameters=names, x=x)`.
+    #[pyo3(signature = (observed, loss="poisson", mask=None, parameters=None, x=None, engine=None, precision=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn loss_and_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        observed: PyArrayLikeDyn<'py, f32, AllowTypeChange>,
+        loss: &str,
+        mask: Option<PyArrayLikeDyn<'py, bool, AllowTypeChange>>,
+        parameters: Option<Vec<String>>,
+        x: Option<Vec<f64>>,
+        engine: Option<&str>,
+        precision: Option<&str>,
+    ) -> PyResult<(f64, Bound<'py, numpy::PyArray1<f64>>)> {
+        let (cfg, exp) = self.single("loss_and_gradient")?;
+        let engine = self.engine(engine, precision)?;
+        let loss = match loss {
+            "poisson" => Loss::default(),
+            "least_squares" => Loss::LeastSquares { poisson_weights: false },
+            other => {
+                return Err(value_error(format!(
+                    "loss '{other}': expected 'poisson' or 'least_squares'"
+                )))
+            }
+        };
+        let observed = arrays::pixels("observed", &observed, self.pixels())?;
+        let mask: Option<Vec<bool>> = match mask {
+            None => None,
+            Some(m) => {
+                let v = m.as_array();
+                if v.len() != observed.len() {
+                    return Err(value_error(format!(
+                        "mask: {} values for {} pixels",
+                        v.len(),
+                        observed.len()
+                    )));
+                }
+                Some(v.iter().copied().collect())
+            }
+        };
+        let names = parameters.unwrap_or_else(|| vec!["distance".into(), "Xbeam".into(), "Ybeam".into()]);
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        if x.as_ref().is_some_and(|x| x.len() != refs.len()) {
+            return Err(value_error(format!(
+                "x has {} values for {} parameters",
+                x.map_or(0, |x| x.len()),
+                refs.len()
+            )));
+        }
+        let at = self.at(cfg, exp, &engine);
+        let (f, g) = detached(py, || {
+            engine.run(LossAt {
+                at,
+                labels: &refs,
+                x: x.as_deref(),
+                observed: &observed,
+                mask: mask.as_deref(),
+                loss,
+            })
+        })?;
+        Ok((f, arrays::vector(py, g)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("nanobragg.Simulator({:?})", self.setup.flags.join(" "))
+    }
+}

@@ -1,0 +1,131 @@
+//! The computations behind the `Simulator` methods, each generic over the backend and run on
+//! the engine the caller picks ([`nanobragg::engine::BackendTask`]), at the configuration's
+//! parameters with some replaced by host values (`Params::at`).
+
+use burn::backend::Autodiff;
+use burn::module::Module;
+use nanobragg::config::SimConfig;
+use nanobragg::derivative::{derivative_images_at, DerivativeImage};
+use nanobragg::engine::BackendTask;
+use nanobragg::gradient::{image_vjp, ParamGradient};
+use nanobragg::refine::objective::render_params;
+use nanobragg::refine::{ImageObjective, Loss, Objective, Selection};
+use nanobragg::simulate::{Image, RenderOptions};
+use nanobragg::{Experiment, Params, PixelKernel, Result};
+
+/// Parameter values that replace the configuration's: `(PARAMETERS name, values)`.
+pub type Values = [(String, Vec<f64>)];
+
+/// What every task needs: the configuration, its experiment, the replaced values and the
+/// engine's render options.
+pub struct At<'a> {
+    pub cfg: &'a SimConfig,
+    pub exp: &'a Experiment,
+    pub values: &'a Values,
+    pub opts: RenderOptions,
+}
+
+/// The image at the parameters (a forward pass; the configuration's own values render exactly
+/// as the binary does through `Engine::render` instead).
+pub struct RenderAt<'a>(pub At<'a>);
+
+impl BackendTask for RenderAt<'_> {
+    type Output = Image;
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Image> {
+        let At { cfg, exp, values, opts } = self.0;
+        let params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
+        render_params(cfg, exp, &params, &opts, device)
+    }
+}
+
+/// Every present parameter's values (`Params::values`).
+pub struct ValuesAt<'a>(pub At<'a>);
+
+impl BackendTask for ValuesAt<'_> {
+    type Output = Vec<(&'static str, Vec<f64>)>;
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
+        let At { cfg, exp, values, .. } = self.0;
+        Params::<B>::at(cfg, exp, values, device)?.values()
+    }
+}
+
+/// The image and Σ_p w_p·∂I_p/∂θ for every parameter θ (`gradient::image_vjp`).
+pub struct VjpAt<'a> {
+    pub at: At<'a>,
+    pub weights: Option<&'a [f32]>,
+}
+
+impl BackendTask for VjpAt<'_> {
+    type Output = (Image, Vec<ParamGradient>);
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
+        let At { cfg, exp, values, opts } = self.at;
+        let params = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.map_tensors(|t| t.detach().require_grad());
+        image_vjp(cfg, exp, &params, self.weights, &opts, device)
+    }
+}
+
+/// The image and the derivative images `names` (`derivative::derivative_images_at`).
+pub struct DerivativesAt<'a> {
+    pub at: At<'a>,
+    pub names: &'a [&'a str],
+}
+
+impl BackendTask for DerivativesAt<'_> {
+    type Output = (Image, Vec<DerivativeImage>);
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
+        let At { cfg, exp, values, opts } = self.at;
+        derivative_images_at::<Autodiff<B>>(cfg, exp, values, self.names, &opts, device)
+    }
+}
+
+/// A selection of components (`refine::Selection`, the flags' units) at the parameters: read
+/// its vector `x`, or write `x` and return every parameter's values.
+pub struct VectorAt<'a> {
+    pub at: At<'a>,
+    pub labels: &'a [&'a str],
+    /// `None`: read; `Some(x)`: write.
+    pub x: Option<&'a [f64]>,
+}
+
+impl BackendTask for VectorAt<'_> {
+    type Output = (Vec<f64>, Vec<(&'static str, Vec<f64>)>);
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
+        let At { cfg, exp, values, .. } = self.at;
+        let params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
+        let selection = Selection::named(self.labels, &params)?;
+        match self.x {
+            None => Ok((selection.read(&params)?, Vec::new())),
+            Some(x) => Ok((x.to_vec(), selection.write(&params, x)?.values()?)),
+        }
+    }
+}
+
+/// A loss of the image against an observed one and its gradient over a selection of
+/// components (`refine::ImageObjective::value_grad`).
+pub struct LossAt<'a> {
+    pub at: At<'a>,
+    pub labels: &'a [&'a str],
+    /// `None`: the selection's values at the parameters.
+    pub x: Option<&'a [f64]>,
+    pub observed: &'a [f32],
+    pub mask: Option<&'a [bool]>,
+    pub loss: Loss,
+}
+
+impl BackendTask for LossAt<'_> {
+    type Output = (f64, Vec<f64>);
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
+        let At { cfg, exp, values, opts } = self.at;
+        let base = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.no_grad();
+        let selection = Selection::named(self.labels, &base)?;
+        let x = match self.x {
+            Some(x) => x.to_vec(),
+            None => selection.read(&base)?,
+        };
+        let mut objective = ImageObjective::new(cfg, exp, selection, self.observed, self.loss, device);
+        objective.base = base;
+        objective.mask = self.mask;
+        objective.options = opts;
+        objective.value_grad(&x)
+    }
+}
