@@ -2,21 +2,21 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nanobragg::cli::{parse_args, usage, Parsed, RunOptions};
-use nanobragg::config::{HklSource, Pivot, SimConfig};
+use nanobragg::config::{HklSource, OutputConfig, Pivot, SimConfig};
 use nanobragg::console::Console;
 use nanobragg::derivative::DerivativeImage;
 use nanobragg::engine::Engine;
 use nanobragg::io::cfmt::fmt_g;
 use nanobragg::io::hkl::HklGrid;
 use nanobragg::io::{
-    cbf::write_cbf,
+    cbf::write_cbf_from,
     fdump::write_fdump,
     nexus::{write_nexus_image, write_nexus_panels},
     npy::{write_npy_f32, write_npy_f32_parts},
     pgm::write_pgm,
     png::write_png_preview,
     raw::{write_float_image, write_float_parts},
-    smv::write_smv,
+    smv::{write_smv, SmvFields},
 };
 use nanobragg::output::{
     cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
@@ -231,20 +231,18 @@ fn write_panels_nexus(
     seed: i64,
 ) -> Result<()> {
     let out = &cfg.output;
-    let counts: Vec<Vec<i32>> = rendered
+    let counts = rendered.iter().enumerate().flat_map(|(k, (exp, image))| {
+        let counts: Box<dyn Iterator<Item = i32>> = match out.noisefile {
+            Some(_) => Box::new(NoisePixels::new(exp, image, seed.wrapping_add(k as i64), out.adc)),
+            None => Box::new(int_counts(exp, image, scale, out.adc)),
+        };
+        counts
+    });
+    let panels: Vec<(&Experiment, &[f32])> = rendered
         .iter()
-        .enumerate()
-        .map(|(k, (exp, image))| match out.noisefile {
-            Some(_) => NoisePixels::new(exp, image, seed.wrapping_add(k as i64), out.adc).collect(),
-            None => int_counts(exp, image, scale, out.adc).collect(),
-        })
+        .map(|(exp, image)| (exp, image.data.as_slice()))
         .collect();
-    let panels: Vec<(&Experiment, &[i32], &[f32])> = rendered
-        .iter()
-        .zip(&counts)
-        .map(|((exp, image), c)| (exp, c.as_slice(), image.data.as_slice()))
-        .collect();
-    write_nexus_panels(path, &panels)
+    write_nexus_panels(path, &panels, counts)
 }
 
 /// `-derivative NAME FILE` for one panel, in the order asked: ∂pixel/∂NAME with NAME the
@@ -537,8 +535,8 @@ fn write_outputs(
     writeln!(con, "writing {} as 2-byte integers", out.intfile.display())?;
     if let Some(cbf) = &out.cbffile {
         // the -intfile counts, not clipped at 65535
-        let counts: Vec<i32> = int_counts(exp, image, scale, out.adc).collect();
-        write_cbf(cbf, &cbf_header(exp), &counts, image.fpixels, image.spixels)?;
+        let counts = int_counts(exp, image, scale, out.adc);
+        write_cbf_from(cbf, &cbf_header(exp), counts, image.fpixels, image.spixels)?;
         writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
     }
     if let Some(pgm) = &out.pgmfile {
@@ -561,43 +559,56 @@ fn write_outputs(
             image.fpixels
         )?;
     }
-    // the NeXus file holds the noise image's counts when noise is on (no -nonoise)
-    let nexus_noise = out.nexusfile.is_some() && out.noisefile.is_some();
-    let mut noise_counts = None;
-    if out.noisefile.is_some() || out.cbf_noisefile.is_some() {
-        let seed = out.seed.unwrap_or_else(time_seed);
-        // drawn once, as it is written: the counts are known once the files are
-        let mut noisy = NoisePixels::new(exp, image, seed, out.adc);
-        // the CBF and NeXus files need the whole image; the SMV is written from the same counts
-        let whole = out.cbf_noisefile.is_some() || nexus_noise;
-        let counts: Option<Vec<i32>> = whole.then(|| noisy.by_ref().collect());
-        if let Some(noisefile) = &out.noisefile {
-            match &counts {
-                Some(c) => write_smv(noisefile, &fields, c.iter().map(|&c| clip_to_u16(c)))?,
-                None => write_smv(noisefile, &fields, noisy.by_ref().map(clip_to_u16))?,
-            }
-        }
-        if let (Some(cbf), Some(c)) = (&out.cbf_noisefile, &counts) {
-            write_cbf(cbf, &cbf_header(exp), c, image.fpixels, image.spixels)?;
-        }
-        let (photons, overloads) = (noisy.photons, noisy.overloads);
-        writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
-        if let Some(noisefile) = &out.noisefile {
-            writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
-        }
-        if let Some(cbf) = &out.cbf_noisefile {
-            writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
-        }
-        noise_counts = counts.filter(|_| nexus_noise);
+    let seed = (out.noisefile.is_some() || out.cbf_noisefile.is_some()).then(|| out.seed.unwrap_or_else(time_seed));
+    if let Some(seed) = seed {
+        write_noise_files(out, exp, image, &fields, seed, con)?;
     }
     if let Some(nexus) = &out.nexusfile {
-        let counts = noise_counts.unwrap_or_else(|| int_counts(exp, image, scale, out.adc).collect());
-        write_nexus_image(nexus, exp, &counts, &image.data)?;
+        // the noise image's counts when noise is on (no -nonoise), drawn again from its seed
+        match seed.filter(|_| out.noisefile.is_some()) {
+            Some(seed) => write_nexus_image(nexus, exp, NoisePixels::new(exp, image, seed, out.adc), &image.data)?,
+            None => write_nexus_image(nexus, exp, int_counts(exp, image, scale, out.adc), &image.data)?,
+        }
         writeln!(
             con,
             "writing {} as NeXus NXmx (4-byte integers and floats)",
             nexus.display()
         )?;
+    }
+    Ok(())
+}
+
+/// `-noisefile` and `-cbf_noisefile`: the noise image, drawn from `seed` for each file as it is
+/// written (the same counts each time), so that no file needs it whole.
+fn write_noise_files(
+    out: &OutputConfig,
+    exp: &Experiment,
+    image: &Image,
+    fields: &SmvFields,
+    seed: i64,
+    con: &mut Out,
+) -> Result<()> {
+    let draw = || NoisePixels::new(exp, image, seed, out.adc);
+    let mut drawn = None;
+    if let Some(noisefile) = &out.noisefile {
+        let mut noisy = draw();
+        write_smv(noisefile, fields, noisy.by_ref().map(clip_to_u16))?;
+        drawn = Some(noisy);
+    }
+    if let Some(cbf) = &out.cbf_noisefile {
+        let mut noisy = draw();
+        write_cbf_from(cbf, &cbf_header(exp), noisy.by_ref(), image.fpixels, image.spixels)?;
+        drawn = Some(noisy);
+    }
+    if let Some(noisy) = drawn {
+        let (photons, overloads) = (noisy.photons, noisy.overloads);
+        writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
+    }
+    if let Some(noisefile) = &out.noisefile {
+        writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
+    }
+    if let Some(cbf) = &out.cbf_noisefile {
+        writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
     }
     Ok(())
 }
