@@ -7,9 +7,9 @@
 //! detector geometry (`crate::diff::detector`) serves every panel.
 
 use super::{Panel, PanelLayout};
-use crate::config::Vec3;
 use crate::config::{Convention, CustomVectors, DetectorConfig, Pivot, SimConfig};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use crate::geometry::{dot, norm};
 use crate::setup::DetectorGeometry;
 

@@ -9,9 +9,9 @@
 //! perpendicular to the beam.
 
 use super::groups::{Grouping, PanelGroup};
-use super::{perpendicular, unit, FileBeam, Panel, PanelLayout};
-use crate::config::Vec3;
+use super::{panel_fault, perpendicular, unit, FileBeam, Panel, PanelFault, PanelLayout};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use crate::geometry::{add, cross, scale};
 use serde_json::Value;
 use std::path::Path;
@@ -55,6 +55,18 @@ pub fn parse_expt(path: &Path, text: &str) -> Result<PanelLayout> {
             wavelength: None,
         },
     };
+    for (k, p) in panels.iter().enumerate() {
+        if let Some((fault, message)) = panel_fault(p, beam.direction) {
+            let key = match fault {
+                PanelFault::Axes => "slow_axis",
+                PanelFault::PixelSize => "pixel_size",
+                PanelFault::PixelCount => "image_size",
+                PanelFault::Origin => "origin",
+                PanelFault::Beam => "fast_axis",
+            };
+            return Err(at(key, format!("panel {k} ({}): {message}", p.name)));
+        }
+    }
     Ok(PanelLayout {
         panels,
         beam,

@@ -10,11 +10,14 @@
 //! and `photon_energy` (eV) as the wavelength when the file gives a number.
 
 use super::groups::crystfel_grouping;
-use super::{unit, FileBeam, Panel, PanelLayout, PixelRect};
-use crate::config::Vec3;
+use super::{panel_fault, unit, FileBeam, Panel, PanelFault, PanelLayout, PixelRect};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The beam's direction of propagation in CrystFEL's frame.
+const BEAM: Vec3 = [0.0, 0.0, 1.0];
 
 /// hc (eV·m), as the photon energy → wavelength conversion.
 const HC_EV_M: f64 = 1.239_841_984_332_002_8e-6;
@@ -136,7 +139,7 @@ pub fn parse_geom(path: &Path, text: &str) -> Result<PanelLayout> {
         groupings,
         panels,
         beam: FileBeam {
-            direction: [0.0, 0.0, 1.0],
+            direction: BEAM,
             polarization: [1.0, 0.0, 0.0],
             wavelength,
         },
@@ -364,7 +367,12 @@ fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
             format!("panel {name}: fs and ss steps differ (only square pixels are rendered)"),
         ));
     }
-    let (nf, ns) = (max_fs - min_fs + 1, max_ss - min_ss + 1);
+    // at most usize::MAX − 0 + 1 pixels: counted in u64 so that no count overflows
+    let count = |lo: usize, hi: usize| usize::try_from(hi as u64 - lo as u64 + 1).ok();
+    let (Some(nf), Some(ns)) = (count(min_fs, max_fs), count(min_ss, max_ss)) else {
+        let line = get("max_fs")?.1;
+        return Err(err(line, format!("panel {name}: too many pixels")));
+    };
     let no_index = match p.get("no_index") {
         Some((v, l)) => number(v, &format!("{name}/no_index"), *l, err)? != 0.0,
         None => false,
@@ -379,7 +387,7 @@ fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
     } else {
         Vec::new()
     };
-    Ok(Panel {
+    let panel = Panel {
         name: name.to_string(),
         fast,
         slow,
@@ -391,7 +399,24 @@ fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
         thickness: None,
         mu: None,
         bad,
-    })
+    };
+    match panel_fault(&panel, BEAM) {
+        None => Ok(panel),
+        Some((fault, message)) => {
+            let (key, line) = match fault {
+                PanelFault::Axes => ("ss", *ss_l),
+                PanelFault::PixelSize => match (p.get("pixel_pitch"), p.get("res")) {
+                    (Some((_, l)), _) => ("pixel_pitch", *l),
+                    (None, Some((_, l))) => ("res", *l),
+                    (None, None) => ("fs", *fs_l),
+                },
+                PanelFault::PixelCount => ("max_fs", get("max_fs")?.1),
+                PanelFault::Origin => ("clen", *clen_l),
+                PanelFault::Beam => ("fs", *fs_l),
+            };
+            Err(err(line, format!("panel {name}: {name}/{key}: {message}")))
+        }
+    }
 }
 
 /// Marks a bad region's pixels: by data range (`min_fs … max_ss` and `panel`) or by lab

@@ -112,6 +112,12 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
     };
     let batch = count("-shot_batch", "shots")?.unwrap_or(DEFAULT_BATCH);
     let writers = count("-shot_writers", "threads")?;
+    if let Some(n) = writers.filter(|&n| n > crate::threads::MAX_THREADS) {
+        return Err(Error::flag(
+            "-shot_writers",
+            format!("{n} threads: at most {}", crate::threads::MAX_THREADS),
+        ));
+    }
     let prefix = get("-prefix").unwrap_or_else(|| "shot_".to_string());
     if prefix.is_empty() {
         return Err(Error::flag("-prefix", "must not be empty"));
@@ -174,6 +180,7 @@ mod tests {
             (&["-shots_random", "3", "-shot_batch", "two"], "-shot_batch"),
             (&["-shot_batch", "4"], "-shot_batch"),
             (&["-shots_random", "3", "-shot_writers", "-1"], "-shot_writers"),
+            (&["-shots_random", "3", "-shot_writers", "100000"], "-shot_writers"),
         ];
         for (args, flag) in cases {
             let e = split(args).unwrap_err().to_string();
