@@ -251,7 +251,8 @@ mod tests {
     #[test]
     fn the_error_names_the_extreme_factor() {
         let inf = vec![f32::INFINITY, 0.0];
-        let cases: [(&str, Box<dyn Fn(&mut SimConfig)>); 5] = [
+        type Edit = Box<dyn Fn(&mut SimConfig)>;
+        let cases: [(&str, Edit); 5] = [
             ("-fluence", Box::new(|c| c.beam.fluence = 1e300)),
             ("-default_F", Box::new(|c| c.crystal.default_f = 1e100)),
             ("-N", Box::new(|c| c.crystal.na = 1e18)),

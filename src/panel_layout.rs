@@ -116,12 +116,16 @@ impl Panel {
         if self.bad.is_empty() {
             return None;
         }
-        let mut m = vec![1u16; self.fpixels * self.spixels];
-        for s in 0..self.spixels {
-            for f in 0..self.fpixels {
-                if self.bad.iter().any(|r| r.contains(f, s)) {
-                    m[s * self.fpixels + f] = 0;
-                }
+        let (nf, ns) = (self.fpixels, self.spixels);
+        let mut m = vec![1u16; nf * ns];
+        // each rectangle's rows, clipped to the panel (a pixel in several is cleared again)
+        for r in &self.bad {
+            if r.f0 >= nf || r.f0 > r.f1 || ns == 0 {
+                continue;
+            }
+            let f1 = r.f1.min(nf - 1);
+            for s in r.s0..=r.s1.min(ns - 1) {
+                m[s * nf + r.f0..=s * nf + f1].fill(0);
             }
         }
         Some(m)

@@ -419,6 +419,49 @@ fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
     }
 }
 
+/// The pixels `0..n` of one row whose centres lie in the box `[x0, x1, y0, y1]` (pixel units
+/// of `pitch`), as an inclusive range: the centres move along a line, so those inside are
+/// contiguous. The range is found from the line, then its ends are checked with `inside`
+/// itself, so it holds exactly the pixels a test of each would find.
+fn row_inside(
+    n: usize,
+    inside: impl Fn(usize) -> bool,
+    centre: impl Fn(usize) -> Vec3,
+    pitch: f64,
+    [x0, x1, y0, y1]: [f64; 4],
+) -> Option<(usize, usize)> {
+    let (c0, c1) = (centre(0), centre(1));
+    // f where the centre's coordinate k crosses lo and hi (the whole row when it does not move)
+    let span = |k: usize, lo: f64, hi: f64| {
+        let (a, b) = (c0[k] / pitch, (c1[k] - c0[k]) / pitch);
+        if b == 0.0 {
+            return if (lo..=hi).contains(&a) {
+                (f64::NEG_INFINITY, f64::INFINITY)
+            } else {
+                (1.0, 0.0)
+            };
+        }
+        let (p, q) = ((lo - a) / b, (hi - a) / b);
+        (p.min(q), p.max(q))
+    };
+    let (xa, xb) = span(0, x0, x1);
+    let (ya, yb) = span(1, y0, y1);
+    let (from, to) = (xa.max(ya), xb.min(yb));
+    if from.is_nan() || to.is_nan() || from > to || n == 0 {
+        return None;
+    }
+    let last = (n - 1) as f64;
+    let clamp = |f: f64| f.clamp(0.0, last) as usize;
+    let (mut lo, mut hi) = (clamp(from.floor() - 2.0), clamp(to.ceil() + 2.0));
+    while lo <= hi && !inside(lo) {
+        lo += 1;
+    }
+    while hi > lo && !inside(hi) {
+        hi -= 1;
+    }
+    (lo <= hi && inside(lo)).then_some((lo, hi))
+}
+
 /// Marks a bad region's pixels: by data range (`min_fs … max_ss` and `panel`) or by lab
 /// position in pixel units (`min_x … max_y`, every panel whose pixel centre falls inside).
 fn bad_region(name: &str, p: &Props, panels: &mut [Panel], raw: &[(String, Props)], err: &ErrFn) -> Result<()> {
@@ -427,21 +470,23 @@ fn bad_region(name: &str, p: &Props, panels: &mut [Panel], raw: &[(String, Props
         let (x0, x1, y0, y1) = (num("min_x")?, num("max_x")?, num("min_y")?, num("max_y")?);
         for panel in panels.iter_mut() {
             let pitch = panel.pixel_size;
-            let mut rects = Vec::new();
-            for s in 0..panel.spixels {
-                for f in 0..panel.fpixels {
-                    let c = panel.pixel_centre(f, s);
-                    let (x, y) = (c[0] / pitch, c[1] / pitch);
-                    if (x0..=x1).contains(&x) && (y0..=y1).contains(&y) {
-                        rects.push(PixelRect {
-                            f0: f,
-                            f1: f,
-                            s0: s,
-                            s1: s,
-                        });
-                    }
-                }
-            }
+            let inside = |f: usize, s: usize| {
+                let c = panel.pixel_centre(f, s);
+                let (x, y) = (c[0] / pitch, c[1] / pitch);
+                (x0..=x1).contains(&x) && (y0..=y1).contains(&y)
+            };
+            let rects: Vec<PixelRect> = (0..panel.spixels)
+                .filter_map(|s| {
+                    let (f0, f1) = row_inside(
+                        panel.fpixels,
+                        |f| inside(f, s),
+                        |f| panel.pixel_centre(f, s),
+                        pitch,
+                        [x0, x1, y0, y1],
+                    )?;
+                    Some(PixelRect { f0, f1, s0: s, s1: s })
+                })
+                .collect();
             panel.bad.extend(rects);
         }
         return Ok(());

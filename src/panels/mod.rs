@@ -69,7 +69,7 @@ pub(crate) fn panel_fault(p: &Panel, beam: Vec3) -> Option<(PanelFault, String)>
     }
     let normal = p.normal();
     let close = dot(p.origin, normal).abs();
-    if !(close >= MIN_DETECTOR_LENGTH) || !close.is_finite() {
+    if !close.is_finite() || close < MIN_DETECTOR_LENGTH {
         return Some((
             PanelFault::Origin,
             format!(
@@ -78,7 +78,7 @@ pub(crate) fn panel_fault(p: &Panel, beam: Vec3) -> Option<(PanelFault, String)>
             ),
         ));
     }
-    if !(close <= MAX_DETECTOR_LENGTH * dot(beam, normal).abs()) {
+    if close > MAX_DETECTOR_LENGTH * dot(beam, normal).abs() {
         return Some((
             PanelFault::Beam,
             "the beam runs parallel to the panel's plane: C divides by the beam's component along its normal to find its beam spot".into(),
@@ -111,6 +111,7 @@ pub(crate) fn perpendicular(direction: Vec3, hint: Vec3) -> Vec3 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::geometry::mat_vec;
 
     /// One 4 × 3 panel at 0.1 m along the file's beam (+z), with a bad region.
     pub(crate) fn layout() -> PanelLayout {

@@ -159,7 +159,7 @@ fn check_facing(cfg: &DetectorConfig, pivot: Pivot, close_distance: f64, distanc
         Pivot::Beam => "-distance",
         Pivot::Sample => "-close_distance",
     };
-    if !(close_distance.abs() >= MIN_DETECTOR_LENGTH) {
+    if close_distance.is_nan() || close_distance.abs() < MIN_DETECTOR_LENGTH {
         return Err(Error::flag(
             format!("{placed_by}, {}", turning_flags(cfg)),
             format!(

@@ -472,7 +472,7 @@ fn check_wavelengths(sources: &[Source], lambda0: f64, from_file: bool, lattice:
         .into_iter()
         .fold(0.0, f64::max);
     let index = 2.0 * longest_axis / shortest;
-    if !(index <= MAX_MILLER_INDEX) {
+    if index.is_nan() || index > MAX_MILLER_INDEX {
         let flag = match (shortest < 0.5 * lambda0, longest_axis > 1e-6) {
             (true, _) => spread_flag,
             (false, true) => "-cell (or -mat)",

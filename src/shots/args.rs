@@ -14,6 +14,9 @@ pub enum ShotSource {
     Random(usize),
 }
 
+/// Bytes a listed random shot may take (its index, seeds and flag strings), generously.
+const BYTES_PER_LISTED_SHOT: usize = 1024;
+
 /// What `-shots`/`-shots_random`, `-prefix`, `-manifest` and `-shard` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShotOptions {
@@ -86,6 +89,14 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
                     format!("expected a positive number of shots, got '{n}'"),
                 )
             })?;
+            // each shot is listed (its flags, seeds and outputs) before any renders
+            let listed = count.checked_mul(BYTES_PER_LISTED_SHOT);
+            if !listed.is_some_and(crate::setup::resources::can_allocate) {
+                return Err(Error::flag(
+                    "-shots_random",
+                    format!("{count} shots: their list cannot be allocated"),
+                ));
+            }
             ShotSource::Random(count)
         }
         (None, None) => {
@@ -181,6 +192,7 @@ mod tests {
             (&["-shot_batch", "4"], "-shot_batch"),
             (&["-shots_random", "3", "-shot_writers", "-1"], "-shot_writers"),
             (&["-shots_random", "3", "-shot_writers", "100000"], "-shot_writers"),
+            (&["-shots_random", "1000000000000000"], "-shots_random"),
         ];
         for (args, flag) in cases {
             let e = split(args).unwrap_err().to_string();

@@ -341,7 +341,7 @@ fn miller_indices_beyond_the_integers_take_default_f() {
     let with_grid = common::read_f32(&tmp.path().join("f.bin"));
     assert_eq!(with_grid, vec![0.0; 32 * 32]);
     // the same through the Fdump.bin the run left behind (no -hkl)
-    let fdump = flags[2..].map(String::from);
+    let fdump: Vec<String> = flags[2..].iter().map(|s| s.to_string()).collect();
     let out = run(tmp.path(), &fdump);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(common::read_f32(&tmp.path().join("f.bin")), with_grid);

@@ -11,8 +11,11 @@ use nanobragg::config::{HklSource, SimConfig};
 use nanobragg::Experiment;
 use std::path::PathBuf;
 
+/// A fuzz target: reads its bytes as one kind of input.
+pub type Target = fn(&[u8]);
+
 /// Every target: its name (the directory of its corpus) and its function.
-pub const TARGETS: [(&str, fn(&[u8])); 9] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("hkl", hkl),
     ("fdump", fdump),
     ("mat", mat),
