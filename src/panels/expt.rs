@@ -309,7 +309,7 @@ mod tests {
         let p = |k: usize, x: f64| {
             PANEL
                 .replace("\"A\"", &format!("\"P{k}\""))
-                .replace("[-10.0, 20.0, -100.0]", &format!("[{x}, 0.0, 0.0]"))
+                .replace("[-10.0, 20.0, -100.0]", &format!("[{x}, 0.0, -100.0]"))
         };
         let panels = [p(0, 0.0), p(1, 30.0), p(2, 60.0), p(3, 90.0)].join(", ");
         let hierarchy = r#", "hierarchy": {"name": "", "children": [
