@@ -47,8 +47,33 @@ pub use setup::Experiment;
 pub use simulate::{render, Image, RenderOptions};
 pub use simulator::{PanelSimulator, Simulator};
 
-/// The examples of the embedding guide (`docs/embedding.md`), compiled by `cargo test` as doc
-/// tests so that the guide cannot drift from the API.
+/// The README and every guide in `docs/`, compiled by `cargo test` as doc tests so that their
+/// Rust examples cannot drift from the API. `tests/integration/docs.rs` checks that every guide
+/// is listed here and runs their shell commands.
 #[cfg(doctest)]
-#[doc = include_str!("../docs/embedding.md")]
-pub struct EmbeddingGuide;
+pub mod guides {
+    #[doc = include_str!("../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../docs/architecture.md")]
+    pub struct Architecture;
+    #[doc = include_str!("../docs/benchmarks.md")]
+    pub struct Benchmarks;
+    #[doc = include_str!("../docs/differences.md")]
+    pub struct Differences;
+    #[doc = include_str!("../docs/embedding.md")]
+    pub struct Embedding;
+    #[doc = include_str!("../docs/engines.md")]
+    pub struct Engines;
+    #[doc = include_str!("../docs/gradients.md")]
+    pub struct Gradients;
+    #[doc = include_str!("../docs/many-shots.md")]
+    pub struct ManyShots;
+    #[doc = include_str!("../docs/outputs.md")]
+    pub struct Outputs;
+    #[doc = include_str!("../docs/panels.md")]
+    pub struct Panels;
+    #[doc = include_str!("../docs/performance.md")]
+    pub struct Performance;
+    #[doc = include_str!("../docs/refinement.md")]
+    pub struct Refinement;
+}

@@ -142,12 +142,13 @@ Port options
   -derivative NAME FILE     ∂(pixel)/∂NAME per pixel as raw f32, in NAME's flag units
                             (repeatable; NAME: distance close_distance Xbeam Ybeam cell_a
                             cell_b cell_c cell_alpha cell_beta cell_gamma misset_x misset_y
-                            misset_z phi lambda dispersion Na Nb Nc mosaic detector_rotx
-                            detector_roty detector_rotz twotheta polar fluence default_F water;
-                            with panels: panel_X panel_Y panel_Z (mm, the file's axes) and
-                            panel_rot_O panel_rot_F panel_rot_S (°, each group's own axes))
+                            misset_z phi phistep lambda dispersion Na Nb Nc mosaic
+                            detector_rotx detector_roty detector_rotz twotheta polar fluence
+                            default_F water; with panels: panel_X panel_Y panel_Z (mm, the
+                            file's axes) and panel_rot_O panel_rot_F panel_rot_S (°, each
+                            group's own axes))
   -engine cpu|wgpu          compute engine: burn-ndarray on the CPU (default), or burn-wgpu
-                            (f32; any Vulkan/Metal/DX12 adapter, llvmpipe without a GPU)
+                            (f32; a GPU through Vulkan, Metal on macOS; llvmpipe without one)
   -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
   -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
@@ -176,3 +177,40 @@ Many shots (docs/many-shots.md)
                             least 2); manifest lines stay in render order
                             (-seed S is the base seed of every shot's noise seed; default 0)
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::USAGE;
+
+    /// The words of a usage text: split at white space and at the punctuation around flag
+    /// names (`-a, -b`, `(-alias)`, `cpu|wgpu`, `NAME: x y;`).
+    fn words(text: &str) -> Vec<&str> {
+        text.split(|c: char| c.is_whitespace() || ",()|;:[]{}".contains(c))
+            .filter(|w| !w.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn every_accepted_flag_is_in_the_usage_text() {
+        let words = words(USAGE);
+        let flags = super::super::flags::FLAGS.iter().map(|(name, _)| *name);
+        let missing: Vec<&str> = flags
+            .chain(crate::shots::args::SHOT_FLAGS)
+            .filter(|flag| !words.contains(flag))
+            .collect();
+        assert!(missing.is_empty(), "flags missing from -h: {missing:?}");
+    }
+
+    #[test]
+    fn every_derivative_name_is_in_the_usage_text() {
+        let start = USAGE.find("  -derivative NAME FILE").expect("-derivative is listed");
+        let end = start + USAGE[start..].find("\n  -engine").expect("-engine follows -derivative");
+        let listed = words(&USAGE[start..end]);
+        let names = crate::components::COMPONENTS.iter().map(|c| c.name);
+        let missing: Vec<&str> = names
+            .chain(crate::panels::motion::MOTIONS.iter().map(|m| m.0))
+            .filter(|name| !listed.contains(name))
+            .collect();
+        assert!(missing.is_empty(), "-derivative names missing from -h: {missing:?}");
+    }
+}

@@ -200,3 +200,77 @@ fn gradients_under_eight_threads_equal_the_serial_ones() {
         mismatches.join("\n")
     );
 }
+
+/// The pattern of a refinement on threads: every thread keeps one `Params` across its rounds
+/// (`Params::new` once) and calls `gradient::image_vjp` on two workers of its own, many small
+/// spans each; half the threads on the mosaic and φ configuration, half on the tricubic grid,
+/// those also computing derivative images beside the products. Each product must equal, bit
+/// for bit, the same product computed alone.
+#[test]
+fn vector_jacobian_products_with_kept_parameters_equal_the_serial_ones() {
+    use nanobragg::Params;
+    let dir = tempfile::tempdir().unwrap();
+    let hkl = common::small_hkl_grid(dir.path());
+    let configs = configs(&hkl);
+    // configs()[0] is the tricubic grid, configs()[1] mosaic and φ
+    let setups: Vec<_> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            common::experiment(
+                &c.args.split_whitespace().collect::<Vec<_>>(),
+                (i == 0).then_some(hkl.as_path()),
+            )
+        })
+        .collect();
+    let job = |(cfg, exp): &(nanobragg::SimConfig, nanobragg::Experiment), params: &Params<Ad>, tricubic: bool| {
+        let (image, grads) = image_vjp(cfg, exp, params, None, &options(), &dev()).unwrap();
+        let mut out: Vec<u64> = image.data.iter().map(|x| x.to_bits() as u64).collect();
+        out.extend(grads.iter().flat_map(|g| g.values.iter().map(|v| v.to_bits())));
+        if tricubic {
+            let names = ["distance", "misset_x", "cell_a"];
+            let (_, derivatives) = derivative_images::<Ad>(cfg, exp, &names, &options(), &dev()).unwrap();
+            out.extend(
+                derivatives
+                    .iter()
+                    .flat_map(|d| d.data.iter().map(|x| x.to_bits() as u64)),
+            );
+        }
+        out
+    };
+    let reference: Vec<Vec<u64>> = setups
+        .iter()
+        .enumerate()
+        .map(|(i, s)| job(s, &Params::new(&s.0, &s.1, &dev()), i == 0))
+        .collect();
+    let rounds = 5 * rounds();
+    let mismatches = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (setups, reference, mismatches, job, configs) = (&setups, &reference, &mismatches, &job, &configs);
+            scope.spawn(move || {
+                let c = t % 2;
+                let params = Params::<Ad>::new(&setups[c].0, &setups[c].1, &dev());
+                for round in 0..rounds {
+                    let got = job(&setups[c], &params, c == 0);
+                    if got != reference[c] {
+                        let differ = got.iter().zip(&reference[c]).filter(|(a, b)| a != b).count();
+                        mismatches.lock().unwrap().push(format!(
+                            "thread {t} round {round}: {}: {differ} of {} values differ",
+                            configs[c].name,
+                            got.len()
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    let mismatches = mismatches.into_inner().unwrap();
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} concurrent products differ from the serial ones:\n{}",
+        mismatches.len(),
+        THREADS * rounds,
+        mismatches.join("\n")
+    );
+}

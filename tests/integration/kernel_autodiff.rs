@@ -237,3 +237,74 @@ fn simulator_forward_launches_do_not_grow_with_the_image() {
         launches[2]
     );
 }
+
+/// A gradient step at 512² on several workers returns, with the CPU's gradients. Its backward
+/// pass recomputes through the tensor stages on worker threads, each differentiating a graph of
+/// its own while the outer backward pass is still running: with the outer pass holding its
+/// graph's lock through its steps (burn-autodiff 0.21.0), a worker could wait on that lock
+/// forever; the vendored burn-autodiff runs steps with no lock held (`vendor/README.md`). A
+/// watchdog turns a hang into a failure.
+#[test]
+fn simulator_gradient_step_at_512_on_several_workers_returns_the_cpu_gradients() {
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    const LIMIT: std::time::Duration = std::time::Duration::from_secs(1200);
+    let flags = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.3 -N 6 -distance 90 \
+                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -oversample 1 -detpixels 512";
+    let args: Vec<&str> = flags.split_whitespace().collect();
+    let workers = RenderOptions {
+        threads: 3,
+        ..RenderOptions::default()
+    };
+    let (done, finished) = std::sync::mpsc::channel();
+    let args_wgpu: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    std::thread::spawn(move || {
+        let args: Vec<&str> = args_wgpu.iter().map(String::as_str).collect();
+        let sim = Simulator::<Ad>::from_args(&args, &WgpuDevice::default())
+            .unwrap()
+            .with_options(workers);
+        let grads = weighted_sum(sim.forward()).backward();
+        let by_name: Vec<(&str, Option<Vec<f64>>)> = sim
+            .params
+            .tensors()
+            .into_iter()
+            .filter_map(|(n, t)| t.map(|t| (n, t.grad(&grads).map(host))))
+            .collect();
+        done.send(by_name).ok();
+    });
+    let started = std::time::Instant::now();
+    let on_wgpu = finished
+        .recv_timeout(LIMIT)
+        .unwrap_or_else(|_| panic!("the 512² gradient step on wgpu did not return in {LIMIT:?}"));
+    println!("512² gradient step on wgpu (3 workers): {:.1?}", started.elapsed());
+
+    type Cpu = Autodiff<burn::backend::NdArray<f64>>;
+    let cpu = Simulator::<Cpu>::from_args(&args, &Default::default()).unwrap();
+    let image = cpu.forward();
+    let [s, f] = image.dims();
+    let w: Vec<f64> = (0..s * f).map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0).collect();
+    let grads = (image * Tensor::<Cpu, 2>::from_data(TensorData::new(w, [s, f]), &Default::default()))
+        .sum()
+        .backward();
+    let mut reached = 0;
+    for ((param, k), (_, t)) in on_wgpu
+        .iter()
+        .zip(cpu.params.tensors().into_iter().filter(|(_, t)| t.is_some()))
+    {
+        let c = t.unwrap().grad(&grads).map(host);
+        match (k, c) {
+            (Some(k), Some(c)) => {
+                let worst = relative_max_difference(k, &c);
+                println!("∂L/∂{param}: wgpu vs cpu f64 max |Δ|/max = {worst:.1e}");
+                reached += c.iter().any(|&g| g != 0.0) as usize;
+                // f32 sums over 262 144 pixels against f64: the f32-vs-f64 criterion of
+                // wgpu_engine.rs
+                assert!(worst <= 2e-3, "∂L/∂{param}: wgpu {k:?} against cpu {c:?}");
+            }
+            (None, None) => {}
+            (k, c) => panic!("∂L/∂{param} reached one engine only: wgpu {k:?}, cpu {c:?}"),
+        }
+    }
+    assert!(reached >= 10, "only {reached} parameters have a gradient");
+}

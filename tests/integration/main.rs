@@ -14,6 +14,7 @@ mod compare;
 mod concurrency;
 mod derivatives;
 mod diff_geometry;
+mod docs;
 mod embedding;
 mod embedding_f32;
 mod fuzz_replay;

@@ -4,7 +4,7 @@ use crate::{
     checkpoint::builder::CheckpointerBuilder,
     grads::Gradients,
     graph::{Parent, StepBoxed},
-    runtime::server::NodeCleaner,
+    runtime::server::{NodeCleaner, Tape},
     tensor::{AutodiffTensor, NodeRefCount},
 };
 use alloc::sync::Arc;
@@ -148,51 +148,56 @@ impl AutodiffClient for GraphMutexClient {
 
     #[cfg(not(feature = "distributed"))]
     fn backward<B: Backend>(&self, root: AutodiffTensor<B>) -> Gradients {
-        let node_id = root.node.id;
-        let (grads, freed) = loop {
-            let graph = GraphMutexClient::graph(root.node.id, &[]);
-            let mut state = graph.state.lock();
-            // merged away between the lookup and the lock: look up again (nanobragg patch)
-            if state.retired {
-                continue;
-            }
-            break state
-                .server
-                .backward::<FreedNodes, B>(root.node, root.primitive, node_id);
-        }; // lock released
-
-        // The locator's entries go only now: taking the locator's lock while holding a graph's
-        // would deadlock against a merge, which holds the locator's and waits for the graph's
-        // (nanobragg patch).
-        freed.remove_entries();
-        GraphCleaner::cleanup_orphaned_entries();
-
+        let (graph, tape) = take_tape(root.node.id);
+        let (grads, consumed) = tape.execute::<B>(root.node, root.primitive);
+        finish_backward(graph, &consumed);
         grads
     }
 
     #[cfg(feature = "distributed")]
     fn backward<B: DistributedBackend>(&self, root: AutodiffTensor<B>) -> Gradients {
-        let node_id = root.node.id;
-        let (grads, freed) = loop {
-            let graph = GraphMutexClient::graph(root.node.id, &[]);
-            let mut state = graph.state.lock();
-            // merged away between the lookup and the lock: look up again (nanobragg patch)
-            if state.retired {
-                continue;
-            }
-            break state
-                .server
-                .backward::<FreedNodes, B>(root.node, root.primitive, node_id);
-        }; // lock released
-
-        // The locator's entries go only now: taking the locator's lock while holding a graph's
-        // would deadlock against a merge, which holds the locator's and waits for the graph's
-        // (nanobragg patch).
-        freed.remove_entries();
-        GraphCleaner::cleanup_orphaned_entries();
-
+        let (graph, tape) = take_tape(root.node.id);
+        let (grads, consumed) = tape.execute::<B>(root.node, root.primitive);
+        finish_backward(graph, &consumed);
         grads
     }
+}
+
+/// A backward pass in three phases, so that no lock is held while its steps run (nanobragg
+/// patch; 0.21.0 ran them inside the graph's lock, and a step that differentiates a graph of
+/// its own on worker threads, as a recomputing backward does, waited on that lock forever
+/// through the sweep or a merge): the tape is taken out of the graph under its lock, the steps
+/// run with no lock held, and the graph (where any merge meanwhile moved it) is cleaned up
+/// under its lock. See `vendor/README.md` for the locking order.
+fn take_tape(root: NodeId) -> (Arc<Graph>, Tape) {
+    loop {
+        let graph = GraphMutexClient::graph(root, &[]);
+        let mut state = graph.state.lock();
+        // merged away between the lookup and the lock: look up again
+        if state.retired {
+            continue;
+        }
+        let tape = state.server.take_tape(root);
+        drop(state);
+        return (graph, tape);
+    }
+}
+
+/// The last phase of a backward pass: frees what it made unreachable in `graph` (or the graph
+/// it was merged into since), drops the freed steps once the lock is released, forgets the
+/// freed nodes in the locator, then sweeps the other graphs.
+fn finish_backward(graph: Arc<Graph>, consumed: &[NodeId]) {
+    let (freed, removed) = loop {
+        let graph = graph.live();
+        let mut state = graph.state.lock();
+        if state.retired {
+            continue;
+        }
+        break state.server.cleanup::<FreedNodes>(consumed);
+    };
+    drop(removed);
+    freed.remove_entries();
+    GraphCleaner::cleanup_orphaned_entries();
 }
 
 /// The nodes a backward pass freed, whose locator entries are removed once the graph's lock is
@@ -207,12 +212,16 @@ impl FreedNodes {
         if self.nodes.is_empty() {
             return;
         }
+        let mut dropped = Vec::new();
         let mut state = STATE.lock();
         if let Some(state) = state.as_mut() {
             for node in &self.nodes {
-                state.remove_entry(node);
+                dropped.extend(state.remove_entry(node));
             }
         }
+        // a graph whose last entry went is dropped with no lock held
+        drop(state);
+        drop(dropped);
     }
 }
 
@@ -243,6 +252,7 @@ impl GraphCleaner {
         };
 
         let mut should_remove = Vec::new();
+        let mut removed = Vec::new();
         for graph in graphs.iter() {
             // A graph whose lock is held is skipped: its own backward pass is running (perhaps
             // on this very thread, when a step differentiates a graph of its own, as a
@@ -255,18 +265,25 @@ impl GraphCleaner {
             // Only a graph that no tensor and no operation in progress uses is swept,
             // and only the nodes that can safely be removed (nanobragg patch: the check
             // of operations in progress is in `free_unused_roots`).
-            guard
-                .server
-                .free_unused_roots(|node| should_remove.push(*node));
+            removed.extend(
+                guard
+                    .server
+                    .free_unused_roots(|node| should_remove.push(*node)),
+            );
         }
+        // the freed steps (and the tensors they saved) go with no graph's lock held
+        drop(removed);
 
         if !should_remove.is_empty() {
+            let mut dropped = Vec::new();
             let mut state = STATE.lock();
             if let Some(state) = state.as_mut() {
                 for node in should_remove {
-                    state.remove_entry(&node);
+                    dropped.extend(state.remove_entry(&node));
                 }
             }
+            drop(state);
+            drop(dropped);
         }
     }
 }
@@ -356,16 +373,19 @@ impl GraphLocator {
         })
     }
 
-    fn remove_entry(&mut self, node: &NodeId) {
-        if let Some(graph) = self.graphs.remove(node) {
-            let id = graph.live().id;
-            if let Some(entry) = self.keys.get_mut(&id) {
-                entry.remove(node);
-                if entry.is_empty() {
-                    self.keys.remove(&id);
-                }
+    /// Forgets `node`'s entry; returns the graph it pointed to, for the caller to drop once
+    /// the locator's lock is released (it may be the graph's last reference, and dropping a
+    /// graph drops its steps and the tensors they saved: nanobragg patch).
+    fn remove_entry(&mut self, node: &NodeId) -> Option<Arc<Graph>> {
+        let graph = self.graphs.remove(node)?;
+        let id = graph.live().id;
+        if let Some(entry) = self.keys.get_mut(&id) {
+            entry.remove(node);
+            if entry.is_empty() {
+                self.keys.remove(&id);
             }
         }
+        Some(graph)
     }
 
     /// Every live graph once.

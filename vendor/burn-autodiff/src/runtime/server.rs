@@ -65,13 +65,12 @@ impl AutodiffServer {
         self.actions_builder.insert(node_id, actions);
     }
 
-    #[cfg(not(feature = "distributed"))]
-    pub fn backward<NC: NodeCleaner, B: Backend>(
-        &mut self,
-        root_node: NodeRef,
-        root_tensor: FloatTensor<B>,
-        node_id: NodeId,
-    ) -> (Gradients, NC) {
+    /// Takes the backward pass of `node_id` out of the graph: its tape (every step it reaches,
+    /// removed from the graph) and the nodes it consumes. The caller runs the tape with no lock
+    /// held ([`Tape::execute`]), then hands `consumed` to [`AutodiffServer::cleanup`] (nanobragg
+    /// patch: 0.21.0 ran the steps inside the graph's lock, so a step that differentiates a
+    /// graph of its own, on worker threads, could wait forever on that lock).
+    pub fn take_tape(&mut self, node_id: NodeId) -> Tape {
         let step = self.steps.remove(&node_id).expect(
             "Node should have a step registered, did you forget to call \
              `Tensor::register_grad` on the tensor where you need gradients?",
@@ -79,14 +78,8 @@ impl AutodiffServer {
         let builder = self.actions_builder.remove(&node_id).unwrap();
 
         let mut consumed = Vec::new();
-        let tape_result = self.build_tape(node_id, step, builder, &mut consumed);
-
-        let grads = Gradients::new::<B>(root_node.clone(), root_tensor);
-        let gradients = Self::execute_steps(tape_result.tape, grads, tape_result.checkpointer);
-
-        let cleaner = self.cleanup::<NC>(&consumed);
-
-        (gradients, cleaner)
+        let result = self.build_tape(node_id, step, builder, &mut consumed);
+        Tape { result, consumed }
     }
 
     /// How many times the registered steps hold each node: a step holds its own node (when it
@@ -106,19 +99,22 @@ impl AutodiffServer {
 
     /// Frees what the backward pass made unreachable; the cleaner it returns has seen every
     /// freed node (nanobragg patch: returned so the caller can act after releasing its lock).
-    fn cleanup<NC: NodeCleaner>(&mut self, consumed: &Vec<NodeId>) -> NC {
+    /// The steps it removes come back too, to be dropped once the graph's lock is released
+    /// (dropping a step drops the tensors it saved: no foreign code runs under a graph's lock).
+    pub fn cleanup<NC: NodeCleaner>(&mut self, consumed: &[NodeId]) -> (NC, Vec<StepBoxed>) {
         let mut cleaner = NC::init();
+        let mut removed = Vec::new();
         let holders = self.holders();
         self.memory_management
             .free_unavailable_nodes(&holders, |node_id: &NodeId| {
-                self.steps.remove(node_id);
+                removed.extend(self.steps.remove(node_id));
                 self.actions_builder.remove(node_id);
                 NC::clean(&mut cleaner, node_id);
             });
         for node_id in consumed {
             cleaner.clean(node_id)
         }
-        cleaner
+        (cleaner, removed)
     }
 
     /// Frees the roots of a graph no tensor and no operation in progress uses any more, as
@@ -126,20 +122,26 @@ impl AutodiffServer {
     /// nodes are all unreferenced by tensors may still be in use by an operation being built on
     /// another thread (its inputs' reference counts already dropped, its output not yet
     /// registered): the holders of the nodes tell (nanobragg patch).
-    pub(crate) fn free_unused_roots(&mut self, mut on_free_graph: impl FnMut(&NodeId)) {
+    /// The removed steps are returned, to be dropped once the graph's lock is released.
+    pub(crate) fn free_unused_roots(
+        &mut self,
+        mut on_free_graph: impl FnMut(&NodeId),
+    ) -> Vec<StepBoxed> {
+        let mut removed = Vec::new();
         if self.memory_management.referenced_by_tensors() {
-            return;
+            return removed;
         }
         let holders = self.holders();
         if self.memory_management.maybe_useful(&holders) {
-            return;
+            return removed;
         }
         self.memory_management
             .free_unused_roots(&holders, |node_id| {
-                self.steps.remove(node_id);
+                removed.extend(self.steps.remove(node_id));
                 self.actions_builder.remove(node_id);
                 on_free_graph(node_id);
             });
+        removed
     }
 
     fn build_tape(
@@ -204,7 +206,7 @@ impl AutodiffServer {
         }
     }
 
-    fn execute_steps(
+    pub(crate) fn execute_steps(
         tape: Vec<Vec<StepBoxed>>,
         mut grads: Gradients,
         mut checkpointer: Checkpointer,
@@ -223,30 +225,7 @@ impl AutodiffServer {
     }
 
     #[cfg(feature = "distributed")]
-    pub fn backward<NC: NodeCleaner, B: DistributedBackend>(
-        &mut self,
-        root_node: NodeRef,
-        root_tensor: FloatTensor<B>,
-        node_id: NodeId,
-    ) -> (Gradients, NC) {
-        let step = self.steps.remove(&node_id).expect(
-            "Node should have a step registered, did you forget to call \
-             `Tensor::register_grad` on the tensor where you need gradients?",
-        );
-        let builder = self.actions_builder.remove(&node_id).unwrap();
-
-        let mut consumed = Vec::new();
-        let tape_result = self.build_tape(node_id, step, builder, &mut consumed);
-
-        let gradients = self.compute_gradients::<B>(root_node, root_tensor, tape_result);
-        let cleaner = self.cleanup::<NC>(&consumed);
-
-        (gradients, cleaner)
-    }
-
-    #[cfg(feature = "distributed")]
     fn compute_gradients<B: DistributedBackend>(
-        &mut self,
         root_node: NodeRef,
         root_tensor: FloatTensor<B>,
         tape_result: TapeResult,
@@ -271,5 +250,39 @@ impl AutodiffServer {
 
         let grads = Gradients::new::<B>(root_node.clone(), root_tensor, sync_registration);
         Self::execute_steps(tape_result.tape, grads, tape_result.checkpointer)
+    }
+}
+
+/// A backward pass taken out of its graph by [`AutodiffServer::take_tape`]: run with no lock
+/// held (nanobragg patch).
+pub struct Tape {
+    result: TapeResult,
+    /// The nodes the pass consumed, for [`AutodiffServer::cleanup`].
+    pub consumed: Vec<NodeId>,
+}
+
+impl Tape {
+    /// Runs the steps from the root's gradient; returns the gradients and the consumed nodes.
+    #[cfg(not(feature = "distributed"))]
+    pub fn execute<B: Backend>(
+        self,
+        root_node: NodeRef,
+        root_tensor: FloatTensor<B>,
+    ) -> (Gradients, Vec<NodeId>) {
+        let grads = Gradients::new::<B>(root_node, root_tensor);
+        let gradients =
+            AutodiffServer::execute_steps(self.result.tape, grads, self.result.checkpointer);
+        (gradients, self.consumed)
+    }
+
+    /// Runs the steps from the root's gradient; returns the gradients and the consumed nodes.
+    #[cfg(feature = "distributed")]
+    pub fn execute<B: DistributedBackend>(
+        self,
+        root_node: NodeRef,
+        root_tensor: FloatTensor<B>,
+    ) -> (Gradients, Vec<NodeId>) {
+        let gradients = AutodiffServer::compute_gradients::<B>(root_node, root_tensor, self.result);
+        (gradients, self.consumed)
     }
 }
