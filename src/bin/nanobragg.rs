@@ -20,7 +20,7 @@ use nanobragg::io::{
 };
 use nanobragg::output::{
     cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
-    NoisePixels, NonFinite, Statistics,
+    NoisePixels, Statistics,
 };
 use nanobragg::panels::motion::{motion_index, panel_coefficients, BASE, MOTION_SPECS};
 use nanobragg::panels::{
@@ -113,7 +113,9 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     }
     let render = render_options(&cfg, &run_opts, threads);
     let image = engine.render(&exp, &render)?;
-    check_finite(&image, run_opts.allow_nonfinite, con)?;
+    check_finite(&exp, &image, run_opts.allow_nonfinite, con)?;
+    // the derivatives too are checked before anything is written
+    let derivatives = derivatives(&cfg, &exp, &render, &run_opts, con)?;
     if image.interpolation_fell_back {
         writeln!(
             con,
@@ -125,7 +127,7 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     }
     print_traces(&cfg, &exp, con)?;
     write_outputs(&cfg, &exp, &image, Statistics::of(&exp, &image), true, con)?;
-    write_derivatives(&cfg, &exp, &render, &run_opts, con)
+    write_derivatives(&cfg, &derivatives, con)
 }
 
 /// A detector of several panels (`-geom`, `-detector_expt`): each panel rendered as its own
@@ -189,8 +191,10 @@ fn run_panels(
             fmt_g(d.pix0[2])
         )?;
         let image = engine.render(&exp, &render)?;
-        check_finite(&image, run_opts.allow_nonfinite, con)?;
-        derivatives.push(panel_derivatives(pc, &exp, &coefficients[k], &render, &engine)?);
+        check_finite(&exp, &image, run_opts.allow_nonfinite, con)?;
+        let images = panel_derivatives(pc, &exp, &coefficients[k], &render, &engine)?;
+        check_derivatives(&images, run_opts.allow_nonfinite, con)?;
+        derivatives.push(images);
         // the outputs need no structure factors: keep one copy of the grid, not one a panel
         let mut exp = exp;
         exp.structure_factors.grid = None;
@@ -377,50 +381,27 @@ fn panel_outputs(cfg: &SimConfig, panel: &str, scale: f64, seed: i64) -> SimConf
     c
 }
 
-/// Reports pixels that are not finite numbers. Infinity is an overflow of the f32 range, which
-/// C produces too (e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R²
-/// per term): a warning. NaN is no value at all: an error unless `-allow_nonfinite`.
-fn check_finite(image: &Image, allow_nan: bool, con: &mut Out) -> Result<()> {
-    let r = NonFinite::scan(image);
-    let at = |p: Option<(usize, usize)>| p.map(|(s, f)| format!("slow={s} fast={f}")).unwrap_or_default();
-    if r.infinite > 0 {
-        writeln!(
-            con,
-            "WARNING: {} pixels overflowed to infinity, the first at {} (as C: e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term)",
-            r.infinite,
-            at(r.first_infinite)
-        )?;
+/// Refuses an image whose pixels are not all finite numbers, naming the flag behind them
+/// (`nanobragg::finite`), before any file is written; with `-allow_nonfinite` a warning.
+fn check_finite(exp: &Experiment, image: &Image, allow: bool, con: &mut Out) -> Result<()> {
+    if let Some(warning) = nanobragg::finite::check_image(exp, image, allow)? {
+        writeln!(con, "WARNING: {warning}")?;
     }
-    if r.nan == 0 {
-        return Ok(());
-    }
-    let what = format!(
-        "{} pixels are NaN (not a number), the first at {}",
-        r.nan,
-        at(r.first_nan)
-    );
-    if !allow_nan {
-        return Err(Error::Config(format!(
-            "{what}: the simulation has no value there (check the inputs; -allow_nonfinite writes the images anyway)"
-        )));
-    }
-    writeln!(
-        con,
-        "WARNING: {what}; written as NaN to the float image and as 0 to the int and noise images"
-    )
+    Ok(())
 }
 
-/// `-derivative NAME FILE`: exact per-pixel derivatives, raw f32 like `-floatfile`.
-fn write_derivatives(
+/// `-derivative NAME FILE`: exact per-pixel derivatives, checked to be finite; empty when
+/// none is asked for.
+fn derivatives(
     cfg: &SimConfig,
     exp: &Experiment,
     render: &RenderOptions,
     run_opts: &RunOptions,
     con: &mut Out,
-) -> Result<()> {
+) -> Result<Vec<DerivativeImage>> {
     let wanted = &cfg.output.derivatives;
     if wanted.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let names: Vec<&str> = wanted.iter().map(|(n, _)| n.as_str()).collect();
     if let Some(motion) = names.iter().find(|n| motion_index(n).is_some()) {
@@ -434,7 +415,23 @@ fn write_derivatives(
         ..render.clone()
     };
     let images = run_opts.engine()?.derivatives(cfg, exp, &names, &opts)?;
-    for ((_, path), d) in wanted.iter().zip(images) {
+    check_derivatives(&images, run_opts.allow_nonfinite, con)?;
+    Ok(images)
+}
+
+/// Refuses derivative images that are not finite ([`nanobragg::finite::check_derivative`]).
+fn check_derivatives(images: &[DerivativeImage], allow: bool, con: &mut Out) -> Result<()> {
+    for d in images {
+        if let Some(warning) = nanobragg::finite::check_derivative(d.spec.name, &d.data, allow)? {
+            writeln!(con, "WARNING: {warning}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the `-derivative NAME FILE` images, raw f32 like `-floatfile`, in the order asked.
+fn write_derivatives(cfg: &SimConfig, images: &[DerivativeImage], con: &mut Out) -> Result<()> {
+    for ((_, path), d) in cfg.output.derivatives.iter().zip(images) {
         write_float_image(path, &d.data)?;
         writeln!(
             con,
