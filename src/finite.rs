@@ -157,8 +157,14 @@ pub fn check_image(exp: &Experiment, image: &Image, allow_nonfinite: bool) -> Re
     }
     let what = describe(&r);
     if allow_nonfinite {
+        // names only the kinds of value present (a log with no NaN pixels never says "NaN")
+        let ints = match (r.nan > 0, r.infinite > 0) {
+            (true, true) => "as 0 (NaN) or saturated (±∞)",
+            (true, false) => "as 0",
+            _ => "saturated",
+        };
         return Ok(Some(format!(
-            "{what}; written as they are to the float image, as 0 (NaN) or saturated (±∞) in the integer and noise images"
+            "{what}; written as they are to the float image, {ints} in the integer and noise images"
         )));
     }
     let advice = "or give -allow_nonfinite to write the images anyway";
