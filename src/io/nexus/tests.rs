@@ -173,7 +173,7 @@ fn h5py_reads_banded_module_stacks_exactly() {
     for (c, p) in &shots {
         w.append_shot_from(c.iter().copied(), p.iter().copied(), 0.0).unwrap();
     }
-    let too_short = w.append_shot_from(0..n as i32 - 1, std::iter::repeat(0.0).take(n), 0.0);
+    let too_short = w.append_shot_from(0..n as i32 - 1, std::iter::repeat_n(0.0, n), 0.0);
     assert!(too_short.is_err(), "a shot one pixel short is refused");
     w.finish().unwrap();
     let v = read(&path, &["--dump", "--plain"]);
