@@ -10,8 +10,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// A 3-vector in the lab frame.
-pub type Vec3 = [f64; 3];
+pub use crate::geometry::Vec3;
 
 /// Detector convention (`-mosflm`, `-xds`, ...). Selects the detector basis, the default beam
 /// centre and, except for `Custom`, forces the pivot.
@@ -137,9 +136,9 @@ pub struct DetectorConfig {
     /// A detector of several panels read from `-geom` or `-detector_expt` (beyond C), in the
     /// file's frame; it replaces the one panel the other detector flags describe.
     #[serde(default)]
-    pub panels: Option<crate::panels::PanelLayout>,
+    pub panels: Option<crate::panel_layout::PanelLayout>,
     /// The grouping whose groups the panel motions move (`-panel_groups`; `None` = each
-    /// panel alone): see [`crate::panels::groups`].
+    /// panel alone), one of the layout's groupings.
     #[serde(default)]
     pub panel_groups: Option<String>,
 }

@@ -3,7 +3,8 @@
 //! Rotations are right-handed. [`rotate_xyz`] applies Rz·Ry·Rx and skips an axis whose angle is
 //! exactly zero (as C does); [`rotate_axis`] is Rodrigues' formula about a unit axis.
 
-use crate::config::Vec3;
+/// A 3-vector in the lab frame.
+pub type Vec3 = [f64; 3];
 
 /// Dot product.
 pub fn dot(a: Vec3, b: Vec3) -> f64 {

@@ -82,6 +82,13 @@ pub fn weighted_vjp<B: AutodiffBackend>(
     device: &B::Device,
 ) -> Result<Vjp> {
     crate::workers::tune_process();
+    // 0. leaves of this call's own holding the parameters' values: the caller's tensors (which
+    //    a refinement loop keeps across calls, on many threads) never enter this call's graph,
+    //    so it shares no node with another call's graph, and their gradients go nowhere
+    let params = &params.clone().map_tensors(|t| match t.is_require_grad() {
+        true => t.detach().require_grad(),
+        false => t,
+    });
     // 1. the scene as a graph over the parameters, and its values as untracked tensors
     let scene_graph = params.scene(cfg, exp, device);
     let z = scene_graph.variables();

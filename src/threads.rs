@@ -10,6 +10,11 @@
 
 use crate::error::{Error, Result};
 
+/// The most threads a run may be given (`-nthreads`, the environment, `-shot_writers`): far
+/// more than the cores of any machine this runs on. Each thread is started and holds its own
+/// chunk, so an absurd count (`-nthreads 100000`) would spend minutes only starting them.
+pub const MAX_THREADS: usize = 1024;
+
 /// The environment variables read, in order of precedence.
 pub const ENVIRONMENT: [&str; 2] = ["OMP_NUM_THREADS", "RAYON_NUM_THREADS"];
 
@@ -28,9 +33,9 @@ fn parse_variable(name: &str, value: &str) -> Result<Option<usize>> {
     }
     match first.parse::<usize>() {
         Ok(0) if name == "RAYON_NUM_THREADS" => Ok(None),
-        Ok(n) if n > 0 => Ok(Some(n)),
+        Ok(n) if n > 0 && n <= MAX_THREADS => Ok(Some(n)),
         _ => Err(Error::Config(format!(
-            "environment variable {name}='{value}': expected a positive number of threads"
+            "environment variable {name}='{value}': expected a positive number of threads, at most {MAX_THREADS}"
         ))),
     }
 }
@@ -103,7 +108,7 @@ mod tests {
         assert_eq!(parse_variable("OMP_NUM_THREADS", " 4,2 ").unwrap(), Some(4));
         assert_eq!(parse_variable("OMP_NUM_THREADS", "").unwrap(), None);
         assert_eq!(parse_variable("RAYON_NUM_THREADS", "0").unwrap(), None);
-        for bad in ["0", "-1", "two", "1.5"] {
+        for bad in ["0", "-1", "two", "1.5", "1025"] {
             let e = parse_variable("OMP_NUM_THREADS", bad).unwrap_err().to_string();
             assert!(e.contains("OMP_NUM_THREADS") && e.contains(bad), "{e}");
         }

@@ -6,7 +6,7 @@
 //! engine: its value must equal the rendered pixel (see `tests/integration/trace.rs`).
 
 use crate::config::CrystalShape;
-use crate::config::Vec3;
+use crate::geometry::Vec3;
 use crate::geometry::{add, dot, norm, rotate_axis, scale, sub, unitize};
 use crate::scene::crystal_rotations;
 use crate::setup::{Experiment, R_E_SQR};

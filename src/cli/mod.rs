@@ -41,9 +41,10 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{Convention, Misset, Pivot, Roi, SimConfig, Vec3};
+use crate::config::{Convention, Misset, Pivot, Roi, SimConfig};
 use crate::engine::{Engine, EngineKind, Precision};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use flags::{Arity, Opt};
 
 /// Degrees to radians, computed as C does (it divides by `RTD = 180·(1/π)`).
@@ -974,10 +975,13 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
         }
         Opt::Nthreads => {
             let n = v.int(0)?;
-            let n = usize::try_from(n)
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| v.err(format!("expected a positive number of threads, got '{}'", v.text(0))))?;
+            let max = crate::threads::MAX_THREADS;
+            let n = usize::try_from(n).ok().filter(|&n| n > 0 && n <= max).ok_or_else(|| {
+                v.err(format!(
+                    "expected a positive number of threads, at most {max}, got '{}'",
+                    v.text(0)
+                ))
+            })?;
             st.opts.threads = Some(n);
         }
         Opt::AllowNonfinite => st.opts.allow_nonfinite = true,

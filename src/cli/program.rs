@@ -3,25 +3,25 @@
 //! alike.
 
 use crate::cli::{parse_args, usage, Parsed, RunOptions};
-use crate::config::{HklSource, Pivot, SimConfig};
+use crate::config::{HklSource, OutputConfig, Pivot, SimConfig};
 use crate::console::Console;
 use crate::derivative::DerivativeImage;
 use crate::engine::Engine;
 use crate::io::cfmt::fmt_g;
 use crate::io::hkl::HklGrid;
 use crate::io::{
-    cbf::write_cbf,
+    cbf::write_cbf_from,
     fdump::write_fdump,
     nexus::{write_nexus_image, write_nexus_panels},
     npy::{write_npy_f32, write_npy_f32_parts},
     pgm::write_pgm,
     png::write_png_preview,
     raw::{write_float_image, write_float_parts},
-    smv::write_smv,
+    smv::{write_smv, SmvFields},
 };
 use crate::output::{
     cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
-    NoisePixels, NonFinite, Statistics,
+    NoisePixels, Statistics,
 };
 use crate::panels::motion::{motion_index, panel_coefficients, BASE, MOTION_SPECS};
 use crate::panels::{
@@ -95,7 +95,9 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     }
     let render = render_options(&cfg, &run_opts, threads);
     let image = engine.render(&exp, &render)?;
-    check_finite(&image, run_opts.allow_nonfinite, con)?;
+    check_finite(&exp, &image, run_opts.allow_nonfinite, con)?;
+    // the derivatives too are checked before anything is written
+    let derivatives = derivatives(&cfg, &exp, &render, &run_opts, con)?;
     if image.interpolation_fell_back {
         writeln!(
             con,
@@ -107,7 +109,7 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     }
     print_traces(&cfg, &exp, con)?;
     write_outputs(&cfg, &exp, &image, Statistics::of(&exp, &image), true, con)?;
-    write_derivatives(&cfg, &exp, &render, &run_opts, con)
+    write_derivatives(&cfg, &derivatives, con)
 }
 
 /// A detector of several panels (`-geom`, `-detector_expt`): each panel rendered as its own
@@ -171,8 +173,10 @@ fn run_panels(
             fmt_g(d.pix0[2])
         )?;
         let image = engine.render(&exp, &render)?;
-        check_finite(&image, run_opts.allow_nonfinite, con)?;
-        derivatives.push(panel_derivatives(pc, &exp, &coefficients[k], &render, &engine)?);
+        check_finite(&exp, &image, run_opts.allow_nonfinite, con)?;
+        let images = panel_derivatives(pc, &exp, &coefficients[k], &render, &engine)?;
+        check_derivatives(&images, run_opts.allow_nonfinite, con)?;
+        derivatives.push(images);
         // the outputs need no structure factors: keep one copy of the grid, not one a panel
         let mut exp = exp;
         exp.structure_factors.grid = None;
@@ -213,20 +217,18 @@ fn write_panels_nexus(
     seed: i64,
 ) -> Result<()> {
     let out = &cfg.output;
-    let counts: Vec<Vec<i32>> = rendered
+    let counts = rendered.iter().enumerate().flat_map(|(k, (exp, image))| {
+        let counts: Box<dyn Iterator<Item = i32>> = match out.noisefile {
+            Some(_) => Box::new(NoisePixels::new(exp, image, seed.wrapping_add(k as i64), out.adc)),
+            None => Box::new(int_counts(exp, image, scale, out.adc)),
+        };
+        counts
+    });
+    let panels: Vec<(&Experiment, &[f32])> = rendered
         .iter()
-        .enumerate()
-        .map(|(k, (exp, image))| match out.noisefile {
-            Some(_) => NoisePixels::new(exp, image, seed.wrapping_add(k as i64), out.adc).collect(),
-            None => int_counts(exp, image, scale, out.adc).collect(),
-        })
+        .map(|(exp, image)| (exp, image.data.as_slice()))
         .collect();
-    let panels: Vec<(&Experiment, &[i32], &[f32])> = rendered
-        .iter()
-        .zip(&counts)
-        .map(|((exp, image), c)| (exp, c.as_slice(), image.data.as_slice()))
-        .collect();
-    write_nexus_panels(path, &panels)
+    write_nexus_panels(path, &panels, counts)
 }
 
 /// `-derivative NAME FILE` for one panel, in the order asked: ∂pixel/∂NAME with NAME the
@@ -361,50 +363,27 @@ fn panel_outputs(cfg: &SimConfig, panel: &str, scale: f64, seed: i64) -> SimConf
     c
 }
 
-/// Reports pixels that are not finite numbers. Infinity is an overflow of the f32 range, which
-/// C produces too (e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R²
-/// per term): a warning. NaN is no value at all: an error unless `-allow_nonfinite`.
-fn check_finite(image: &Image, allow_nan: bool, con: &mut Out) -> Result<()> {
-    let r = NonFinite::scan(image);
-    let at = |p: Option<(usize, usize)>| p.map(|(s, f)| format!("slow={s} fast={f}")).unwrap_or_default();
-    if r.infinite > 0 {
-        writeln!(
-            con,
-            "WARNING: {} pixels overflowed to infinity, the first at {} (as C: e.g. -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term)",
-            r.infinite,
-            at(r.first_infinite)
-        )?;
+/// Refuses an image whose pixels are not all finite numbers, naming the flag behind them
+/// (`nanobragg::finite`), before any file is written; with `-allow_nonfinite` a warning.
+fn check_finite(exp: &Experiment, image: &Image, allow: bool, con: &mut Out) -> Result<()> {
+    if let Some(warning) = crate::finite::check_image(exp, image, allow)? {
+        writeln!(con, "WARNING: {warning}")?;
     }
-    if r.nan == 0 {
-        return Ok(());
-    }
-    let what = format!(
-        "{} pixels are NaN (not a number), the first at {}",
-        r.nan,
-        at(r.first_nan)
-    );
-    if !allow_nan {
-        return Err(Error::Config(format!(
-            "{what}: the simulation has no value there (check the inputs; -allow_nonfinite writes the images anyway)"
-        )));
-    }
-    writeln!(
-        con,
-        "WARNING: {what}; written as NaN to the float image and as 0 to the int and noise images"
-    )
+    Ok(())
 }
 
-/// `-derivative NAME FILE`: exact per-pixel derivatives, raw f32 like `-floatfile`.
-fn write_derivatives(
+/// `-derivative NAME FILE`: exact per-pixel derivatives, checked to be finite; empty when
+/// none is asked for.
+fn derivatives(
     cfg: &SimConfig,
     exp: &Experiment,
     render: &RenderOptions,
     run_opts: &RunOptions,
     con: &mut Out,
-) -> Result<()> {
+) -> Result<Vec<DerivativeImage>> {
     let wanted = &cfg.output.derivatives;
     if wanted.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let names: Vec<&str> = wanted.iter().map(|(n, _)| n.as_str()).collect();
     if let Some(motion) = names.iter().find(|n| motion_index(n).is_some()) {
@@ -418,7 +397,23 @@ fn write_derivatives(
         ..render.clone()
     };
     let images = run_opts.engine()?.derivatives(cfg, exp, &names, &opts)?;
-    for ((_, path), d) in wanted.iter().zip(images) {
+    check_derivatives(&images, run_opts.allow_nonfinite, con)?;
+    Ok(images)
+}
+
+/// Refuses derivative images that are not finite ([`crate::finite::check_derivative`]).
+fn check_derivatives(images: &[DerivativeImage], allow: bool, con: &mut Out) -> Result<()> {
+    for d in images {
+        if let Some(warning) = crate::finite::check_derivative(d.spec.name, &d.data, allow)? {
+            writeln!(con, "WARNING: {warning}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the `-derivative NAME FILE` images, raw f32 like `-floatfile`, in the order asked.
+fn write_derivatives(cfg: &SimConfig, images: &[DerivativeImage], con: &mut Out) -> Result<()> {
+    for ((_, path), d) in cfg.output.derivatives.iter().zip(images) {
         write_float_image(path, &d.data)?;
         writeln!(
             con,
@@ -519,8 +514,8 @@ fn write_outputs(
     writeln!(con, "writing {} as 2-byte integers", out.intfile.display())?;
     if let Some(cbf) = &out.cbffile {
         // the -intfile counts, not clipped at 65535
-        let counts: Vec<i32> = int_counts(exp, image, scale, out.adc).collect();
-        write_cbf(cbf, &cbf_header(exp), &counts, image.fpixels, image.spixels)?;
+        let counts = int_counts(exp, image, scale, out.adc);
+        write_cbf_from(cbf, &cbf_header(exp), counts, image.fpixels, image.spixels)?;
         writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
     }
     if let Some(pgm) = &out.pgmfile {
@@ -543,43 +538,56 @@ fn write_outputs(
             image.fpixels
         )?;
     }
-    // the NeXus file holds the noise image's counts when noise is on (no -nonoise)
-    let nexus_noise = out.nexusfile.is_some() && out.noisefile.is_some();
-    let mut noise_counts = None;
-    if out.noisefile.is_some() || out.cbf_noisefile.is_some() {
-        let seed = out.seed.unwrap_or_else(time_seed);
-        // drawn once, as it is written: the counts are known once the files are
-        let mut noisy = NoisePixels::new(exp, image, seed, out.adc);
-        // the CBF and NeXus files need the whole image; the SMV is written from the same counts
-        let whole = out.cbf_noisefile.is_some() || nexus_noise;
-        let counts: Option<Vec<i32>> = whole.then(|| noisy.by_ref().collect());
-        if let Some(noisefile) = &out.noisefile {
-            match &counts {
-                Some(c) => write_smv(noisefile, &fields, c.iter().map(|&c| clip_to_u16(c)))?,
-                None => write_smv(noisefile, &fields, noisy.by_ref().map(clip_to_u16))?,
-            }
-        }
-        if let (Some(cbf), Some(c)) = (&out.cbf_noisefile, &counts) {
-            write_cbf(cbf, &cbf_header(exp), c, image.fpixels, image.spixels)?;
-        }
-        let (photons, overloads) = (noisy.photons, noisy.overloads);
-        writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
-        if let Some(noisefile) = &out.noisefile {
-            writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
-        }
-        if let Some(cbf) = &out.cbf_noisefile {
-            writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
-        }
-        noise_counts = counts.filter(|_| nexus_noise);
+    let seed = (out.noisefile.is_some() || out.cbf_noisefile.is_some()).then(|| out.seed.unwrap_or_else(time_seed));
+    if let Some(seed) = seed {
+        write_noise_files(out, exp, image, &fields, seed, con)?;
     }
     if let Some(nexus) = &out.nexusfile {
-        let counts = noise_counts.unwrap_or_else(|| int_counts(exp, image, scale, out.adc).collect());
-        write_nexus_image(nexus, exp, &counts, &image.data)?;
+        // the noise image's counts when noise is on (no -nonoise), drawn again from its seed
+        match seed.filter(|_| out.noisefile.is_some()) {
+            Some(seed) => write_nexus_image(nexus, exp, NoisePixels::new(exp, image, seed, out.adc), &image.data)?,
+            None => write_nexus_image(nexus, exp, int_counts(exp, image, scale, out.adc), &image.data)?,
+        }
         writeln!(
             con,
             "writing {} as NeXus NXmx (4-byte integers and floats)",
             nexus.display()
         )?;
+    }
+    Ok(())
+}
+
+/// `-noisefile` and `-cbf_noisefile`: the noise image, drawn from `seed` for each file as it is
+/// written (the same counts each time), so that no file needs it whole.
+fn write_noise_files(
+    out: &OutputConfig,
+    exp: &Experiment,
+    image: &Image,
+    fields: &SmvFields,
+    seed: i64,
+    con: &mut Out,
+) -> Result<()> {
+    let draw = || NoisePixels::new(exp, image, seed, out.adc);
+    let mut drawn = None;
+    if let Some(noisefile) = &out.noisefile {
+        let mut noisy = draw();
+        write_smv(noisefile, fields, noisy.by_ref().map(clip_to_u16))?;
+        drawn = Some(noisy);
+    }
+    if let Some(cbf) = &out.cbf_noisefile {
+        let mut noisy = draw();
+        write_cbf_from(cbf, &cbf_header(exp), noisy.by_ref(), image.fpixels, image.spixels)?;
+        drawn = Some(noisy);
+    }
+    if let Some(noisy) = drawn {
+        let (photons, overloads) = (noisy.photons, noisy.overloads);
+        writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
+    }
+    if let Some(noisefile) = &out.noisefile {
+        writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
+    }
+    if let Some(cbf) = &out.cbf_noisefile {
+        writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
     }
     Ok(())
 }

@@ -154,9 +154,9 @@ Port options
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
   -nthreads N               threads to keep busy: CPU workers, burn's own parallel work,
                             llvmpipe (default OMP_NUM_THREADS, else RAYON_NUM_THREADS, else
-                            every core this process may run on)
-  -allow_nonfinite          write the images even when pixels are NaN (otherwise an error,
-                            exit 9); infinite pixels (an overflow, as in C) only warn
+                            every core this process may run on; at most 1024)
+  -allow_nonfinite          write the images even when pixels are NaN or infinite (otherwise
+                            an error naming the flag behind them, exit 9)
   -h, -help, --help         this text
 
 Many shots (docs/many-shots.md)

@@ -12,7 +12,7 @@
 
 use super::rotation::rotation_xyz;
 use super::{components, const_vec3, cross3, dot3, mat_vec3, norm3};
-use crate::config::Vec3;
+use crate::geometry::Vec3;
 use crate::physics::trig::{cos, sin};
 use burn::tensor::{backend::Backend, Tensor};
 

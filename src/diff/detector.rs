@@ -28,7 +28,8 @@
 
 use super::rotation::{axis_rotation, rotation_xyz};
 use super::{const_scalar, const_vec3, dot3, elem, mat_vec3};
-use crate::config::{Convention, Pivot, Vec3};
+use crate::config::{Convention, Pivot};
+use crate::geometry::Vec3;
 use crate::setup::DetectorGeometry;
 use burn::tensor::{backend::Backend, Tensor};
 

@@ -26,7 +26,7 @@ pub mod orientation;
 pub mod rigid_motion;
 pub mod rotation;
 
-use crate::config::Vec3;
+use crate::geometry::Vec3;
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
 /// Element `i` of a 1-D tensor, as `[1]`.

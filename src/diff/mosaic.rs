@@ -14,8 +14,8 @@
 
 use super::host;
 use super::rotation::axis_rotations;
-use crate::config::Vec3;
 use crate::geometry::Mat3;
+use crate::geometry::Vec3;
 use crate::rng::Ran1;
 use burn::tensor::{backend::Backend, Tensor};
 

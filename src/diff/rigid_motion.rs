@@ -16,7 +16,7 @@
 use super::detector::{nonzero, DetectorTensors};
 use super::rotation::axis_rotation;
 use super::{const_vec3, constant, dot3, elem, mat_vec3};
-use crate::config::Vec3;
+use crate::geometry::Vec3;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// A rigid motion: rotation `R` about `centre`, then `translation`.

@@ -220,9 +220,9 @@ fn lattice_factor(
 /// F_cell by nearest neighbour: the grid value at ceil(x − ½), default_F outside the grid.
 #[cube]
 fn nearest(params: &Array<f32>, counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f32 {
-    let ih = (h - 0.5).ceil() as i32 - counts[HKL_MIN];
-    let ik = (k - 0.5).ceil() as i32 - counts[HKL_MIN + 1];
-    let il = (l - 0.5).ceil() as i32 - counts[HKL_MIN + 2];
+    let ih = grid_offset(counts, (h - 0.5).ceil(), 0usize);
+    let ik = grid_offset(counts, (k - 0.5).ceil(), 1usize);
+    let il = grid_offset(counts, (l - 0.5).ceil(), 2usize);
     let ch = counts[HKL_COUNT];
     let ck = counts[HKL_COUNT + 1];
     let cl = counts[HKL_COUNT + 2];
@@ -231,6 +231,24 @@ fn nearest(params: &Array<f32>, counts: &Array<i32>, hkl: &Array<f32>, h: f32, k
         f = hkl[((ih * ck + ik) * cl + il) as usize];
     }
     f
+}
+
+/// The offset from the grid's first index of the integral index `x` along `axis`, with `x`
+/// clamped to one step outside the grid first (NaN to below it): an index off the grid stays
+/// off it, and the cast to i32 is defined for any value (C's `(int)` cast is not).
+#[cube]
+fn grid_offset(counts: &Array<i32>, x: f32, #[comptime] axis: usize) -> i32 {
+    let min = counts[HKL_MIN + axis];
+    let below = (min - 1) as f32;
+    let above = (min + counts[HKL_COUNT + axis]) as f32;
+    let mut v = below;
+    if x >= below {
+        v = x;
+    }
+    if v > above {
+        v = above;
+    }
+    v as i32 - min
 }
 
 /// Whether tricubic interpolation at (h, k, l) leaves the grid: C needs min + 2 ≤ x ≤ max − 2.
@@ -294,9 +312,9 @@ fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f3
     let ch = counts[HKL_COUNT];
     let ck = counts[HKL_COUNT + 1];
     let cl = counts[HKL_COUNT + 2];
-    let bh = clamp_index(fh as i32 - 1 - counts[HKL_MIN], ch - 4);
-    let bk = clamp_index(fk as i32 - 1 - counts[HKL_MIN + 1], ck - 4);
-    let bl = clamp_index(fl as i32 - 1 - counts[HKL_MIN + 2], cl - 4);
+    let bh = clamp_index(grid_offset(counts, fh, 0usize) - 1, ch - 4);
+    let bk = clamp_index(grid_offset(counts, fk, 1usize) - 1, ck - 4);
+    let bl = clamp_index(grid_offset(counts, fl, 2usize) - 1, cl - 4);
     let last = ch * ck * cl - 1;
     let base = (bh * ck + bk) * cl + bl;
     let mut f = 0.0;

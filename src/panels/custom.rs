@@ -7,9 +7,9 @@
 //! detector geometry (`crate::diff::detector`) serves every panel.
 
 use super::{Panel, PanelLayout};
-use crate::config::Vec3;
 use crate::config::{Convention, CustomVectors, DetectorConfig, Pivot, SimConfig};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use crate::geometry::{dot, norm};
 use crate::setup::DetectorGeometry;
 
@@ -157,6 +157,19 @@ pub fn panel_configs(cfg: &SimConfig, layout: &PanelLayout, file: &str) -> Resul
 /// [`PanelLayout::in_run_frame`]`(`[`run_frame`]`(cfg))`.
 pub fn placed_panel_configs(cfg: &SimConfig, placed: &PanelLayout, file: &str) -> Result<Vec<SimConfig>> {
     refuse_single_panel_flags(&cfg.detector, file)?;
+    // a panel's bad regions become a mask of one u16 a pixel
+    for p in placed.panels.iter().filter(|p| !p.bad.is_empty()) {
+        let bytes = p.fpixels.checked_mul(p.spixels).and_then(|n| n.checked_mul(2));
+        if !bytes.is_some_and(crate::setup::resources::can_allocate) {
+            return Err(Error::flag(
+                file,
+                format!(
+                    "panel {}: the mask of its {} x {} pixels cannot be allocated",
+                    p.name, p.fpixels, p.spixels
+                ),
+            ));
+        }
+    }
     let run = run_geometry(cfg)?;
     Ok(placed.panels.iter().map(|p| panel_config(cfg, &run, p)).collect())
 }

@@ -9,9 +9,9 @@
 //! perpendicular to the beam.
 
 use super::groups::{Grouping, PanelGroup};
-use super::{perpendicular, unit, FileBeam, Panel, PanelLayout};
-use crate::config::Vec3;
+use super::{panel_fault, perpendicular, unit, FileBeam, Panel, PanelFault, PanelLayout};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use crate::geometry::{add, cross, scale};
 use serde_json::Value;
 use std::path::Path;
@@ -55,6 +55,18 @@ pub fn parse_expt(path: &Path, text: &str) -> Result<PanelLayout> {
             wavelength: None,
         },
     };
+    for (k, p) in panels.iter().enumerate() {
+        if let Some((fault, message)) = panel_fault(p, beam.direction) {
+            let key = match fault {
+                PanelFault::Axes => "slow_axis",
+                PanelFault::PixelSize => "pixel_size",
+                PanelFault::PixelCount => "image_size",
+                PanelFault::Origin => "origin",
+                PanelFault::Beam => "fast_axis",
+            };
+            return Err(at(key, format!("panel {k} ({}): {message}", p.name)));
+        }
+    }
     Ok(PanelLayout {
         panels,
         beam,
@@ -297,7 +309,7 @@ mod tests {
         let p = |k: usize, x: f64| {
             PANEL
                 .replace("\"A\"", &format!("\"P{k}\""))
-                .replace("[-10.0, 20.0, -100.0]", &format!("[{x}, 0.0, 0.0]"))
+                .replace("[-10.0, 20.0, -100.0]", &format!("[{x}, 0.0, -100.0]"))
         };
         let panels = [p(0, 0.0), p(1, 30.0), p(2, 60.0), p(3, 90.0)].join(", ");
         let hierarchy = r#", "hierarchy": {"name": "", "children": [

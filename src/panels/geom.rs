@@ -10,11 +10,14 @@
 //! and `photon_energy` (eV) as the wavelength when the file gives a number.
 
 use super::groups::crystfel_grouping;
-use super::{unit, FileBeam, Panel, PanelLayout, PixelRect};
-use crate::config::Vec3;
+use super::{panel_fault, unit, FileBeam, Panel, PanelFault, PanelLayout, PixelRect};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The beam's direction of propagation in CrystFEL's frame.
+const BEAM: Vec3 = [0.0, 0.0, 1.0];
 
 /// hc (eV·m), as the photon energy → wavelength conversion.
 const HC_EV_M: f64 = 1.239_841_984_332_002_8e-6;
@@ -136,7 +139,7 @@ pub fn parse_geom(path: &Path, text: &str) -> Result<PanelLayout> {
         groupings,
         panels,
         beam: FileBeam {
-            direction: [0.0, 0.0, 1.0],
+            direction: BEAM,
             polarization: [1.0, 0.0, 0.0],
             wavelength,
         },
@@ -364,7 +367,12 @@ fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
             format!("panel {name}: fs and ss steps differ (only square pixels are rendered)"),
         ));
     }
-    let (nf, ns) = (max_fs - min_fs + 1, max_ss - min_ss + 1);
+    // at most usize::MAX − 0 + 1 pixels: counted in u64 so that no count overflows
+    let count = |lo: usize, hi: usize| usize::try_from(hi as u64 - lo as u64 + 1).ok();
+    let (Some(nf), Some(ns)) = (count(min_fs, max_fs), count(min_ss, max_ss)) else {
+        let line = get("max_fs")?.1;
+        return Err(err(line, format!("panel {name}: too many pixels")));
+    };
     let no_index = match p.get("no_index") {
         Some((v, l)) => number(v, &format!("{name}/no_index"), *l, err)? != 0.0,
         None => false,
@@ -379,7 +387,7 @@ fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
     } else {
         Vec::new()
     };
-    Ok(Panel {
+    let panel = Panel {
         name: name.to_string(),
         fast,
         slow,
@@ -391,7 +399,67 @@ fn panel(name: &str, p: &Props, err: &ErrFn) -> Result<Panel> {
         thickness: None,
         mu: None,
         bad,
-    })
+    };
+    match panel_fault(&panel, BEAM) {
+        None => Ok(panel),
+        Some((fault, message)) => {
+            let (key, line) = match fault {
+                PanelFault::Axes => ("ss", *ss_l),
+                PanelFault::PixelSize => match (p.get("pixel_pitch"), p.get("res")) {
+                    (Some((_, l)), _) => ("pixel_pitch", *l),
+                    (None, Some((_, l))) => ("res", *l),
+                    (None, None) => ("fs", *fs_l),
+                },
+                PanelFault::PixelCount => ("max_fs", get("max_fs")?.1),
+                PanelFault::Origin => ("clen", *clen_l),
+                PanelFault::Beam => ("fs", *fs_l),
+            };
+            Err(err(line, format!("panel {name}: {name}/{key}: {message}")))
+        }
+    }
+}
+
+/// The pixels `0..n` of one row whose centres lie in the box `[x0, x1, y0, y1]` (pixel units
+/// of `pitch`), as an inclusive range: the centres move along a line, so those inside are
+/// contiguous. The range is found from the line, then its ends are checked with `inside`
+/// itself, so it holds exactly the pixels a test of each would find.
+fn row_inside(
+    n: usize,
+    inside: impl Fn(usize) -> bool,
+    centre: impl Fn(usize) -> Vec3,
+    pitch: f64,
+    [x0, x1, y0, y1]: [f64; 4],
+) -> Option<(usize, usize)> {
+    let (c0, c1) = (centre(0), centre(1));
+    // f where the centre's coordinate k crosses lo and hi (the whole row when it does not move)
+    let span = |k: usize, lo: f64, hi: f64| {
+        let (a, b) = (c0[k] / pitch, (c1[k] - c0[k]) / pitch);
+        if b == 0.0 {
+            return if (lo..=hi).contains(&a) {
+                (f64::NEG_INFINITY, f64::INFINITY)
+            } else {
+                (1.0, 0.0)
+            };
+        }
+        let (p, q) = ((lo - a) / b, (hi - a) / b);
+        (p.min(q), p.max(q))
+    };
+    let (xa, xb) = span(0, x0, x1);
+    let (ya, yb) = span(1, y0, y1);
+    let (from, to) = (xa.max(ya), xb.min(yb));
+    if from.is_nan() || to.is_nan() || from > to || n == 0 {
+        return None;
+    }
+    let last = (n - 1) as f64;
+    let clamp = |f: f64| f.clamp(0.0, last) as usize;
+    let (mut lo, mut hi) = (clamp(from.floor() - 2.0), clamp(to.ceil() + 2.0));
+    while lo <= hi && !inside(lo) {
+        lo += 1;
+    }
+    while hi > lo && !inside(hi) {
+        hi -= 1;
+    }
+    (lo <= hi && inside(lo)).then_some((lo, hi))
 }
 
 /// Marks a bad region's pixels: by data range (`min_fs … max_ss` and `panel`) or by lab
@@ -402,21 +470,23 @@ fn bad_region(name: &str, p: &Props, panels: &mut [Panel], raw: &[(String, Props
         let (x0, x1, y0, y1) = (num("min_x")?, num("max_x")?, num("min_y")?, num("max_y")?);
         for panel in panels.iter_mut() {
             let pitch = panel.pixel_size;
-            let mut rects = Vec::new();
-            for s in 0..panel.spixels {
-                for f in 0..panel.fpixels {
-                    let c = panel.pixel_centre(f, s);
-                    let (x, y) = (c[0] / pitch, c[1] / pitch);
-                    if (x0..=x1).contains(&x) && (y0..=y1).contains(&y) {
-                        rects.push(PixelRect {
-                            f0: f,
-                            f1: f,
-                            s0: s,
-                            s1: s,
-                        });
-                    }
-                }
-            }
+            let inside = |f: usize, s: usize| {
+                let c = panel.pixel_centre(f, s);
+                let (x, y) = (c[0] / pitch, c[1] / pitch);
+                (x0..=x1).contains(&x) && (y0..=y1).contains(&y)
+            };
+            let rects: Vec<PixelRect> = (0..panel.spixels)
+                .filter_map(|s| {
+                    let (f0, f1) = row_inside(
+                        panel.fpixels,
+                        |f| inside(f, s),
+                        |f| panel.pixel_centre(f, s),
+                        pitch,
+                        [x0, x1, y0, y1],
+                    )?;
+                    Some(PixelRect { f0, f1, s0: s, s1: s })
+                })
+                .collect();
             panel.bad.extend(rects);
         }
         return Ok(());

@@ -10,62 +10,9 @@
 //!   the panels under it, with the node's own fast and slow axes.
 
 use super::{Panel, PanelLayout};
-use crate::config::Vec3;
 use crate::error::{Error, Result};
-use crate::geometry::{mat_vec, Mat3};
-use serde::{Deserialize, Serialize};
-
-/// Panels that move together, by index into the layout's panels.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PanelGroup {
-    pub name: String,
-    pub panels: Vec<usize>,
-    /// The group's own unit fast and slow axes, in the layout's frame, where the file gives
-    /// them (a DIALS hierarchy node); else its first panel's.
-    pub axes: Option<[Vec3; 2]>,
-}
-
-/// A named partition of the panels into groups.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Grouping {
-    pub name: String,
-    pub groups: Vec<PanelGroup>,
-}
-
-impl Grouping {
-    /// Every panel a group of its own (`panels`).
-    pub fn each_panel(panels: &[Panel]) -> Grouping {
-        Grouping {
-            name: "panels".into(),
-            groups: panels.iter().enumerate().map(|(k, p)| single(k, p)).collect(),
-        }
-    }
-
-    /// The grouping with every group's axes turned by `r` (rows).
-    pub(crate) fn rotated(&self, r: &Mat3) -> Grouping {
-        let groups = self.groups.iter().map(|g| PanelGroup {
-            axes: g.axes.map(|a| a.map(|v| mat_vec(r, v))),
-            ..g.clone()
-        });
-        Grouping {
-            name: self.name.clone(),
-            groups: groups.collect(),
-        }
-    }
-
-    /// The group of panel `k` (an index into [`Self::groups`]), if any.
-    pub fn group_of(&self, k: usize) -> Option<usize> {
-        self.groups.iter().position(|g| g.panels.contains(&k))
-    }
-}
-
-fn single(k: usize, p: &Panel) -> PanelGroup {
-    PanelGroup {
-        name: p.name.clone(),
-        panels: vec![k],
-        axes: None,
-    }
-}
+use crate::panel_layout::single;
+pub use crate::panel_layout::{Grouping, PanelGroup};
 
 impl PanelLayout {
     /// The names `-panel_groups` accepts for this layout.

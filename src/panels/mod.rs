@@ -1,13 +1,13 @@
-//! A detector of P flat panels, as a DIALS experiment list (`-detector_expt`) or a CrystFEL
-//! geometry file (`-geom`) describes it (issue 25, first part: the files and the panels).
+//! The readers of a detector of P flat panels, as a DIALS experiment list (`-detector_expt`)
+//! or a CrystFEL geometry file (`-geom`) describes it, and what a run does with the panels:
+//! one CUSTOM detector each ([`custom`]), their groups ([`groups`]) and motions ([`motion`]).
+//! The panels themselves are data ([`crate::panel_layout`]).
 //!
 //! Each file has its own lab frame. [`PanelLayout::in_run_frame`] moves the panels, rigidly,
 //! into the frame of the run: the file's beam (propagation direction) onto the run's beam
 //! vector b, the file's polarization E-vector onto the run's polarization vector p. The
 //! crystal, the spindle and every other vector of the run keep their meaning, so `-mat`,
 //! `-misset` and `-spindle_axis` read as they do with one panel.
-//!
-//! Units: metres, unit vectors; pixel indices count from 0 at the panel's first pixel.
 
 pub mod custom;
 pub mod expt;
@@ -15,182 +15,76 @@ pub mod geom;
 pub mod groups;
 pub mod motion;
 
-use crate::config::Vec3;
-use crate::geometry::{cross, dot, mat_vec, norm, scale, unitize, Mat3};
-use serde::{Deserialize, Serialize};
+use crate::geometry::{cross, dot, norm, scale, Vec3};
+pub use crate::panel_layout::{FileBeam, Panel, PanelLayout, PixelRect};
 
-/// One flat panel, in the lab frame of its file (or of the run, after
-/// [`PanelLayout::in_run_frame`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Panel {
-    /// The panel's name in its file (CrystFEL's panel name, DIALS's `name`, else `panelN`).
-    pub name: String,
-    /// Unit directions of increasing fast and slow pixel index.
-    pub fast: Vec3,
-    pub slow: Vec3,
-    /// Outer corner of the first pixel, (fast, slow) = (0, 0) (m).
-    pub origin: Vec3,
-    /// Pixel pitch, the same along fast and slow (m).
-    pub pixel_size: f64,
-    /// Pixels along fast and slow.
-    pub fpixels: usize,
-    pub spixels: usize,
-    /// Sensor thickness (m) and attenuation coefficient (1/m), where the file gives them.
-    pub thickness: Option<f64>,
-    pub mu: Option<f64>,
-    /// Pixels not to render, as inclusive rectangles of pixel indices.
-    pub bad: Vec<PixelRect>,
+/// What makes a panel impossible to render, by the property of the file that says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PanelFault {
+    /// The fast and slow axes are parallel.
+    Axes,
+    /// The pixel size is 0, or beyond any detector's.
+    PixelSize,
+    /// More pixels than a detector may have.
+    PixelCount,
+    /// The panel's plane passes through the sample.
+    Origin,
+    /// The beam runs parallel to the panel's plane.
+    Beam,
 }
 
-/// An inclusive rectangle of a panel's pixels: fast `f0..=f1`, slow `s0..=s1`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PixelRect {
-    pub f0: usize,
-    pub f1: usize,
-    pub s0: usize,
-    pub s1: usize,
-}
-
-impl PixelRect {
-    /// Whether pixel (`f`, `s`) lies in the rectangle.
-    pub fn contains(&self, f: usize, s: usize) -> bool {
-        (self.f0..=self.f1).contains(&f) && (self.s0..=self.s1).contains(&s)
+/// The fault of a panel, if any, with a message: fast and slow axes parallel, a pixel size
+/// outside [`MIN_DETECTOR_LENGTH`, `MAX_DETECTOR_LENGTH`] (as for `-pixel`), more than 2³²−1
+/// pixels, its plane through the sample (nearer than [`MIN_DETECTOR_LENGTH`]: every solid
+/// angle 0), or the beam (`beam`, unit) parallel to its plane, where C divides by the beam's
+/// component along the normal to place the panel's beam spot.
+///
+/// [`MIN_DETECTOR_LENGTH`]: crate::setup::detector::MIN_DETECTOR_LENGTH
+/// [`MAX_DETECTOR_LENGTH`]: crate::setup::detector::MAX_DETECTOR_LENGTH
+pub(crate) fn panel_fault(p: &Panel, beam: Vec3) -> Option<(PanelFault, String)> {
+    use crate::setup::detector::{MAX_DETECTOR_LENGTH, MIN_AXIS_SINE, MIN_DETECTOR_LENGTH};
+    let mm = |x: f64| crate::io::cfmt::fmt_g(x * 1e3);
+    if norm(cross(p.fast, p.slow)) < MIN_AXIS_SINE {
+        return Some((
+            PanelFault::Axes,
+            "the fast and slow axes are parallel: the pixels have no area".into(),
+        ));
     }
-}
-
-/// The beam as a file gives it, in the file's lab frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FileBeam {
-    /// Unit direction of propagation (from the source through the sample).
-    pub direction: Vec3,
-    /// Unit polarization E-vector, perpendicular to `direction`.
-    pub polarization: Vec3,
-    /// Wavelength (m), where the file gives one.
-    pub wavelength: Option<f64>,
-}
-
-/// The panels of one detector and the beam of its file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PanelLayout {
-    pub panels: Vec<Panel>,
-    pub beam: FileBeam,
-    /// The partitions of the panels into rigid groups that the file defines (CrystFEL's
-    /// rigid-group collections, a DIALS hierarchy's levels); see [`groups`].
-    #[serde(default)]
-    pub groupings: Vec<groups::Grouping>,
-}
-
-impl Panel {
-    /// The panel's normal, fast × slow (unit): the side the pixels face is not fixed by the
-    /// file, so a renderer orients it away from the sample itself ([`Panel::facing_away`]).
-    pub fn normal(&self) -> Vec3 {
-        unitize(cross(self.fast, self.slow)).0
+    if !(MIN_DETECTOR_LENGTH..=MAX_DETECTOR_LENGTH).contains(&p.pixel_size) {
+        return Some((
+            PanelFault::PixelSize,
+            format!(
+                "a pixel size of {} mm is not physical (at least {} mm, at most {} mm)",
+                mm(p.pixel_size),
+                mm(MIN_DETECTOR_LENGTH),
+                mm(MAX_DETECTOR_LENGTH)
+            ),
+        ));
     }
-
-    /// The normal oriented away from the sample (origin of the lab frame): fast × slow, or its
-    /// opposite for a left-handed layout whose fast × slow points back to the sample (as
-    /// simtbx flips it).
-    pub fn facing_away(&self) -> Vec3 {
-        let n = self.normal();
-        if dot(n, self.origin) < 0.0 {
-            scale(n, -1.0)
-        } else {
-            n
-        }
+    if p.fpixels.checked_mul(p.spixels).is_none_or(|n| n > u32::MAX as usize) {
+        return Some((
+            PanelFault::PixelCount,
+            format!("{} x {} pixels is more than 2³²−1", p.fpixels, p.spixels),
+        ));
     }
-
-    /// Lab position of the centre of pixel (`f`, `s`) (m).
-    pub fn pixel_centre(&self, f: usize, s: usize) -> Vec3 {
-        self.at((f as f64 + 0.5) * self.pixel_size, (s as f64 + 0.5) * self.pixel_size)
+    let normal = p.normal();
+    let close = dot(p.origin, normal).abs();
+    if !close.is_finite() || close < MIN_DETECTOR_LENGTH {
+        return Some((
+            PanelFault::Origin,
+            format!(
+                "the panel's plane passes through the sample ({} mm from it): no pixel sees it",
+                mm(close)
+            ),
+        ));
     }
-
-    /// The centre of the panel's face (m): the midpoint of its pixel area.
-    pub fn centre(&self) -> Vec3 {
-        self.at(
-            self.fpixels as f64 * self.pixel_size / 2.0,
-            self.spixels as f64 * self.pixel_size / 2.0,
-        )
+    if close > MAX_DETECTOR_LENGTH * dot(beam, normal).abs() {
+        return Some((
+            PanelFault::Beam,
+            "the beam runs parallel to the panel's plane: C divides by the beam's component along its normal to find its beam spot".into(),
+        ));
     }
-
-    /// Lab position of the point `df` along fast and `ds` along slow from the origin (m).
-    fn at(&self, df: f64, ds: f64) -> Vec3 {
-        std::array::from_fn(|k| self.origin[k] + df * self.fast[k] + ds * self.slow[k])
-    }
-
-    /// Pixel mask, fast-major within a slow row (1 = render, 0 = bad), or `None` when every
-    /// pixel renders.
-    pub fn mask(&self) -> Option<Vec<u16>> {
-        if self.bad.is_empty() {
-            return None;
-        }
-        let mut m = vec![1u16; self.fpixels * self.spixels];
-        for s in 0..self.spixels {
-            for f in 0..self.fpixels {
-                if self.bad.iter().any(|r| r.contains(f, s)) {
-                    m[s * self.fpixels + f] = 0;
-                }
-            }
-        }
-        Some(m)
-    }
-
-    fn rotated(&self, r: &Mat3) -> Panel {
-        Panel {
-            fast: mat_vec(r, self.fast),
-            slow: mat_vec(r, self.slow),
-            origin: mat_vec(r, self.origin),
-            ..self.clone()
-        }
-    }
-}
-
-impl PanelLayout {
-    /// File-name parts for the panels (outputs `STEM_PANEL.EXT`): their names where those
-    /// are distinct and safe in a file name, else `panelK`.
-    pub fn file_names(&self) -> Vec<String> {
-        let safe = |n: &str| {
-            !n.is_empty()
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-        };
-        let names: Vec<&str> = self.panels.iter().map(|p| p.name.as_str()).collect();
-        let distinct = names.iter().collect::<std::collections::BTreeSet<_>>().len() == names.len();
-        if distinct && names.iter().all(|n| safe(n)) {
-            names.iter().map(|n| n.to_string()).collect()
-        } else {
-            (0..names.len()).map(|k| format!("panel{k}")).collect()
-        }
-    }
-
-    /// Number of pixels of all panels.
-    pub fn pixels(&self) -> usize {
-        self.panels.iter().map(|p| p.fpixels * p.spixels).sum()
-    }
-
-    /// The rotation (rows) that takes the file's frame to the run's: the file's beam direction
-    /// to `beam`, its polarization to `polar` (both unit and perpendicular in each frame).
-    pub fn frame_rotation(&self, beam: Vec3, polar: Vec3) -> Mat3 {
-        let (fb, fp) = (self.beam.direction, self.beam.polarization);
-        let from = [fb, fp, cross(fb, fp)];
-        let to = [beam, polar, cross(beam, polar)];
-        // R = Σ_k to_k ⊗ from_k, row i = Σ_k to_k[i]·from_k
-        std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| to[k][i] * from[k][j]).sum()))
-    }
-
-    /// The layout moved rigidly into the run's frame ([`Self::frame_rotation`]); the beam becomes
-    /// (`beam`, `polar`).
-    pub fn in_run_frame(&self, beam: Vec3, polar: Vec3) -> PanelLayout {
-        let r = self.frame_rotation(beam, polar);
-        PanelLayout {
-            panels: self.panels.iter().map(|p| p.rotated(&r)).collect(),
-            groupings: self.groupings.iter().map(|g| g.rotated(&r)).collect(),
-            beam: FileBeam {
-                direction: beam,
-                polarization: polar,
-                wavelength: self.beam.wavelength,
-            },
-        }
-    }
+    None
 }
 
 /// `v` as a unit vector, or `None` when it has no direction.
@@ -217,6 +111,7 @@ pub(crate) fn perpendicular(direction: Vec3, hint: Vec3) -> Vec3 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::geometry::mat_vec;
 
     /// One 4 × 3 panel at 0.1 m along the file's beam (+z), with a bad region.
     pub(crate) fn layout() -> PanelLayout {

@@ -23,9 +23,9 @@
 use super::groups::{Grouping, PanelGroup};
 use super::{Panel, PanelLayout};
 use crate::components::ParamComponent;
-use crate::config::Vec3;
 use crate::diff::host::{self, Host};
 use crate::diff::rigid_motion::RigidMotion;
+use crate::geometry::Vec3;
 use crate::geometry::{add, cross, dot, rotate_axis, scale, unitize};
 
 /// The motion parameters' names (as `-derivative NAME`) and units, in `[X, Y, Z, O, F, S]`

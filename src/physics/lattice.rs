@@ -2,7 +2,8 @@
 
 use super::trig::{self, cos_pi, sin_pi};
 use super::{rows_for_autodiff, with_partials};
-use crate::config::{CrystalShape, Vec3};
+use crate::config::CrystalShape;
+use crate::geometry::Vec3;
 use burn::tensor::{backend::Backend, Tensor};
 use std::f64::consts::PI;
 

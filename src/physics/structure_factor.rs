@@ -34,6 +34,16 @@ impl<B: Backend> HklTensor<B> {
         (self.min[axis] + self.count[axis] - 1) as f64
     }
 
+    /// Integral indices `[R, C]` along `axis` as integers, clamped to one step outside the
+    /// grid (NaN to below it): every index off the grid stays off it, and the cast is defined
+    /// for any value, where the backend's cast panics beyond its integer range (C's `(int)`
+    /// cast is undefined there; x86 gives INT_MIN, off the grid too).
+    fn integer_index(&self, x: Tensor<B, 2>, axis: usize) -> Tensor<B, 2, Int> {
+        let below = self.min[axis] as f64 - 1.0;
+        let nan = x.clone().is_nan();
+        x.clamp(below, self.max(axis) + 1.0).mask_fill(nan, below).int()
+    }
+
     /// Flat grid index of integer indices `[R, C]` (clamped into the grid).
     fn flat_index(&self, idx: [Tensor<B, 2, Int>; 3]) -> Tensor<B, 2, Int> {
         let [h, k, l] = idx.map(|t| t);
@@ -66,7 +76,12 @@ pub fn nearest<B: Backend>(hkl: &[Tensor<B, 2>; 3], grid: &HklTensor<B>) -> Tens
             None => o,
         });
     }
-    let flat = grid.flat_index(idx.map(|t| t.int()));
+    let [h0, k0, l0] = idx;
+    let flat = grid.flat_index([
+        grid.integer_index(h0, 0),
+        grid.integer_index(k0, 1),
+        grid.integer_index(l0, 2),
+    ]);
     let inside = grid.lookup(flat);
     let outside = outside.expect("three axes");
     match &grid.default_f_tensor {
@@ -113,7 +128,12 @@ pub fn tricubic<B: Backend>(hkl: &[Tensor<B, 2>; 3], grid: &HklTensor<B>) -> Ten
     let w: Vec<[Tensor<B, 2>; 4]> = (0..3)
         .map(|a| lagrange_weights(hkl[a].clone() - floor[a].clone()))
         .collect();
-    let base = floor.map(|f| f.int() - 1);
+    let [floor_h, floor_k, floor_l] = floor;
+    let base = [
+        grid.integer_index(floor_h, 0) - 1,
+        grid.integer_index(floor_k, 1) - 1,
+        grid.integer_index(floor_l, 2) - 1,
+    ];
     // clamp the first node so all four stay in the grid
     let clamp = |t: Tensor<B, 2, Int>, a: usize| (t - grid.min[a]).clamp(0, (grid.count[a] - 4).max(0));
     let [bh, bk, bl] = [0, 1, 2].map(|a| clamp(base[a].clone(), a));

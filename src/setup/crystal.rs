@@ -1,9 +1,10 @@
 //! Crystal lattice: direct and reciprocal vectors from `-cell` and/or `-mat`, misset, N
 //! (physics reference §5.1–5.5).
 
-use crate::config::{CrystalConfig, Misset, Vec3};
+use crate::config::{CrystalConfig, Misset};
 use crate::diff::{crystal::lattice, host};
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use crate::geometry::{dot, norm, Mat3};
 use crate::rng::{mosaic_rotation, umat_to_misset, Ran1};
 

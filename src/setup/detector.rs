@@ -1,11 +1,12 @@
 //! Detector geometry: pixel counts, convention basis vectors, pivot, pix0 and the derived beam
 //! centres, as the C program resolves them (physics reference §2.2, §3, §4).
 
-use crate::config::{Convention, DetectorConfig, Pivot, Vec3};
+use crate::config::{Convention, DetectorConfig, Pivot};
 use crate::diff::detector::{detector_in_frame, DetectorFrame};
 use crate::diff::host;
 use crate::error::{Error, Result};
-use crate::geometry::{cross, dot, scale, sub, unitize};
+use crate::geometry::Vec3;
+use crate::geometry::{cross, dot, norm, scale, sub, unitize};
 
 /// The resolved detector, lab frame, SI units (m, rad).
 #[derive(Debug, Clone, PartialEq)]
@@ -96,26 +97,102 @@ fn convention_basis(cfg: &DetectorConfig) -> [Vec3; 7] {
 /// precision, where larger values (e.g. `-pixel 1e300`) give NaN pixels.
 pub const MAX_DETECTOR_LENGTH: f64 = 1e3;
 
-/// `value` (m) of `flag` must be finite and at most [`MAX_DETECTOR_LENGTH`] in size.
+/// Smallest pixel size or sample–detector distance accepted (m): 1 nm, far below any
+/// detector's pixel, and large enough that squared lengths and solid angles stay normal
+/// numbers in single precision. A detector plane nearer the sample than this passes through
+/// it.
+pub const MIN_DETECTOR_LENGTH: f64 = 1e-9;
+
+/// The sine of the smallest angle accepted between the fast and slow axes, and between the
+/// normal and the detector plane: below it the axes count as parallel.
+pub const MIN_AXIS_SINE: f64 = 1e-6;
+
+/// `value` (m) of `flag` must be finite and between [`MIN_DETECTOR_LENGTH`] and
+/// [`MAX_DETECTOR_LENGTH`] in size.
 fn physical_length(flag: &str, what: &str, value: f64) -> Result<()> {
-    if value.is_finite() && value.abs() <= MAX_DETECTOR_LENGTH {
+    let mm = |x: f64| crate::io::cfmt::fmt_g(x * 1e3);
+    if value.is_finite() && (MIN_DETECTOR_LENGTH..=MAX_DETECTOR_LENGTH).contains(&value.abs()) {
         Ok(())
     } else {
         Err(Error::flag(
             flag,
             format!(
-                "{what} of {} mm is not physical (at most {} mm)",
-                crate::io::cfmt::fmt_g(value * 1e3),
-                crate::io::cfmt::fmt_g(MAX_DETECTOR_LENGTH * 1e3)
+                "{what} of {} mm is not physical (at least {} mm, at most {} mm)",
+                mm(value),
+                mm(MIN_DETECTOR_LENGTH),
+                mm(MAX_DETECTOR_LENGTH)
             ),
         ))
     }
 }
 
-fn unit_or_err(v: Vec3, what: &str) -> Result<Vec3> {
-    let (u, m) = unitize(v);
-    if m == 0.0 || !m.is_finite() {
-        return Err(Error::Config(format!("the {what} vector must be non-zero and finite")));
+/// The flags that turned the detector away from its convention's orientation, to name in an
+/// error about its orientation (the convention's flag when none did).
+fn turning_flags(cfg: &DetectorConfig) -> String {
+    let c = &cfg.custom;
+    let given = [
+        ("-detector_rotx", cfg.rotx != 0.0),
+        ("-detector_roty", cfg.roty != 0.0),
+        ("-detector_rotz", cfg.rotz != 0.0),
+        ("-twotheta", cfg.twotheta != 0.0),
+        ("-fdet_vector", c.fdet.is_some()),
+        ("-sdet_vector", c.sdet.is_some()),
+        ("-odet_vector", c.odet.is_some()),
+        ("-beam_vector", c.beam.is_some()),
+        ("-twotheta_axis", c.twotheta_axis.is_some() && cfg.twotheta != 0.0),
+    ];
+    let flags: Vec<&str> = given.iter().filter(|(_, set)| *set).map(|(f, _)| *f).collect();
+    if flags.is_empty() {
+        format!("-{}", format!("{:?}", cfg.convention).to_ascii_lowercase())
+    } else {
+        flags.join(", ")
+    }
+}
+
+/// Refuses a detector C cannot render: its plane through the sample (`close_distance` ≈ 0:
+/// every solid angle 0), its pixels facing away from the sample (`close_distance` < 0:
+/// negative solid angles), or the beam parallel to its plane, where C divides by
+/// `ratio` = b·o to place the beam spot (`distance` = close_distance/ratio).
+fn check_facing(cfg: &DetectorConfig, pivot: Pivot, close_distance: f64, distance: f64) -> Result<()> {
+    let g = |x: f64| crate::io::cfmt::fmt_g(x * 1e3);
+    let placed_by = match pivot {
+        Pivot::Beam => "-distance",
+        Pivot::Sample => "-close_distance",
+    };
+    if close_distance.is_nan() || close_distance.abs() < MIN_DETECTOR_LENGTH {
+        return Err(Error::flag(
+            format!("{placed_by}, {}", turning_flags(cfg)),
+            format!(
+                "the detector's plane passes through the sample ({} mm from it): no pixel sees it",
+                g(close_distance)
+            ),
+        ));
+    }
+    if close_distance < 0.0 {
+        return Err(Error::flag(
+            turning_flags(cfg),
+            format!(
+                "the detector's pixels face away from the sample (its plane is {} mm behind its normal): every solid angle would be negative",
+                g(-close_distance)
+            ),
+        ));
+    }
+    if !(distance.is_finite() && distance.abs() <= MAX_DETECTOR_LENGTH) {
+        return Err(Error::flag(
+            turning_flags(cfg),
+            "the beam runs parallel to the detector's plane: C divides by the beam's component along its normal to find the beam spot",
+        ));
+    }
+    Ok(())
+}
+
+fn unit_or_err(v: Vec3, flag: &str) -> Result<Vec3> {
+    // scaled by its largest component first, so that 1e-300 or 1e300 components neither
+    // underflow nor overflow the length
+    let largest = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let (u, m) = unitize(scale(v, 1.0 / largest));
+    if !(largest > 0.0 && largest.is_finite()) || m == 0.0 || !m.is_finite() {
+        return Err(Error::flag(flag, "the vector must be non-zero and finite"));
     }
     Ok(u)
 }
@@ -143,11 +220,14 @@ impl DetectorGeometry {
         let fpixels = (detsize_f / px - 0.5).ceil();
         let spixels = (detsize_s / px - 0.5).ceil();
         if !(fpixels >= 1.0 && spixels >= 1.0) {
-            return Err(Error::flag("-detpixels", "the detector has no pixels"));
+            return Err(Error::flag(
+                "-detpixels (or -detpixels_f, -detpixels_s, -detsize, -detsize_f, -detsize_s)",
+                "the detector has no pixels",
+            ));
         }
         if fpixels * spixels > u32::MAX as f64 {
             return Err(Error::flag(
-                "-detpixels",
+                "-detpixels (or -detpixels_f, -detpixels_s, -detsize, -detsize_f, -detsize_s)",
                 format!("{fpixels}x{spixels} pixels is too many"),
             ));
         }
@@ -188,16 +268,35 @@ impl DetectorGeometry {
         }
 
         let [b, f0, s0, o0, tt_axis, p, u] = convention_basis(cfg);
-        let beam = unit_or_err(b, "beam")?;
-        let f0 = unit_or_err(f0, "fdet")?;
-        let s0 = unit_or_err(s0, "sdet")?;
+        let beam = unit_or_err(b, "-beam_vector")?;
+        let f0 = unit_or_err(f0, "-fdet_vector")?;
+        let s0 = unit_or_err(s0, "-sdet_vector")?;
         let (o_unit, o_len) = unitize(o0);
         // C rebuilds o = f × s when the given normal is not a unit vector
         let o0 = if o_len != 1.0 { unitize(cross(f0, s0)).0 } else { o_unit };
-        let polar = unit_or_err(p, "polar")?;
-        let spindle = unit_or_err(u, "spindle")?;
+        if norm(cross(f0, s0)) < MIN_AXIS_SINE {
+            return Err(Error::flag(
+                "-fdet_vector, -sdet_vector",
+                "the fast and slow axes are parallel: the pixels have no area",
+            ));
+        }
+        if dot(o0, unitize(cross(f0, s0)).0).abs() < MIN_AXIS_SINE {
+            let c = &cfg.custom;
+            let given = [
+                ("-fdet_vector", c.fdet),
+                ("-sdet_vector", c.sdet),
+                ("-odet_vector", c.odet),
+            ];
+            let flags: Vec<&str> = given.iter().filter(|(_, v)| v.is_some()).map(|(f, _)| *f).collect();
+            return Err(Error::flag(
+                flags.join(", "),
+                "the normal lies in the detector's plane (perpendicular to fdet × sdet)",
+            ));
+        }
+        let polar = unit_or_err(p, "-polar_vector")?;
+        let spindle = unit_or_err(u, "-spindle_axis")?;
         // deliberate difference: C does not normalise the 2θ axis (see docs/differences.md)
-        let twotheta_axis = unit_or_err(tt_axis, "twotheta_axis")?;
+        let twotheta_axis = unit_or_err(tt_axis, "-twotheta_axis")?;
 
         let (rx, ry, rz, tt) = (cfg.rotx, cfg.roty, cfg.rotz, cfg.twotheta);
         let frame = DetectorFrame {
@@ -229,6 +328,8 @@ impl DetectorGeometry {
             host::vec3(t.pix0),
         );
         let (ratio, close_distance) = (host::scalar(t.ratio), host::scalar(t.close_distance));
+        let distance = host::scalar(t.distance);
+        check_facing(cfg, pivot, close_distance, distance)?;
 
         // what C prints: the near point and beam spot recomputed from the result
         let fclose = -dot(pix0, fdet);
@@ -252,7 +353,7 @@ impl DetectorGeometry {
             spindle,
             twotheta_axis,
             ratio,
-            distance: host::scalar(t.distance),
+            distance,
             close_distance,
             fbeam: dot(spot, fdet),
             sbeam: dot(spot, sdet),

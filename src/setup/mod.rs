@@ -239,9 +239,15 @@ impl Experiment {
         };
         let oversample = match samp.oversample {
             Some(n) if n > 0 => n as usize,
-            _ => recommended,
+            _ => recommended.min(MAX_AUTO_OVERSAMPLE),
         };
-        if oversample < recommended {
+        if oversample < recommended && samp.oversample.is_none_or(|n| n <= 0) {
+            warnings.push(format!(
+                "maximum dimension of sample is {} A but reciprocal pixel size is {} A: C would oversample {recommended}x{recommended}; automatic oversampling stops at {MAX_AUTO_OVERSAMPLE} (give -oversample {recommended} for C's choice)",
+                crate::io::cfmt::fmt_g(xtal_max * 1e10),
+                crate::io::cfmt::fmt_g(reciprocal_pixel * 1e10)
+            ));
+        } else if oversample < recommended {
             warnings.push(format!(
                 "maximum dimension of sample is {} A but reciprocal pixel size is {} A: recommend -oversample {recommended}",
                 crate::io::cfmt::fmt_g(xtal_max * 1e10),
@@ -281,8 +287,12 @@ impl Experiment {
             ),
         };
         if sources.is_empty() {
-            return Err(Error::Config("no sources survive the divergence trimming".into()));
+            return Err(Error::flag(
+                DIVERGENCE_FLAGS,
+                "no source survives the elliptical trimming of the divergence grid (-square_div keeps its corners)",
+            ));
         }
+        check_wavelengths(&sources, lambda0, beam_cfg.sources.is_some(), &lattice)?;
 
         if Vec::<Mat3>::new().try_reserve_exact(domains).is_err() {
             return Err(Error::flag(
@@ -294,6 +304,19 @@ impl Experiment {
 
         let water_size = samp.water_size;
         let i_bg = fluence * water_size.powi(3) * WATER_BACKGROUND;
+        check_intensity_factors(fluence, i_bg, xtal_cfg.default_f, grid.as_ref())?;
+        let cells: f64 = n_cells.iter().product();
+        if !(cells * cells).is_finite() {
+            return Err(Error::flag(
+                N_FLAGS,
+                format!(
+                    "{} x {} x {} unit cells: the lattice factor's peak (Na·Nb·Nc)² overflows double precision",
+                    crate::io::cfmt::fmt_g(n_cells[0]),
+                    crate::io::cfmt::fmt_g(n_cells[1]),
+                    crate::io::cfmt::fmt_g(n_cells[2])
+                ),
+            ));
+        }
         // representable: resources::check bounded every factor
         let steps = [domains, phi.count, oversample, oversample]
             .iter()
@@ -408,6 +431,101 @@ impl Experiment {
     pub fn phi_at(&self, i: usize) -> f64 {
         self.phi0 + self.phi.step * i as f64
     }
+}
+
+/// The largest oversampling chosen automatically (sub-pixels per axis). C's choice,
+/// 3 × crystal size / (λ·distance/pixel), grows without bound with the crystal: a 0.5 mm
+/// crystal asks for 2420² sub-pixels per pixel, hours for a tiny detector. Beyond this the
+/// run warns and uses this many; `-oversample N` gives any count.
+pub const MAX_AUTO_OVERSAMPLE: usize = 32;
+
+/// The flags that set the number of unit cells, for naming in errors.
+pub const N_FLAGS: &str = "-N (or -Na, -Nb, -Nc, -samplesize, -sample_x, -sample_y, -sample_z)";
+
+/// The flags that set the divergence grid, for naming in errors.
+pub const DIVERGENCE_FLAGS: &str =
+    "-divergence (or -hdivrange, -vdivrange, -hdivstep, -vdivstep, -divsteps, -hdivsteps, -vdivsteps)";
+
+/// The largest Miller index accepted (in size), 2·|a|/λ at most: far beyond C's `int` (whose
+/// cast is undefined there; out of the grid here) and still a finite single-precision number
+/// with room to spare, so every engine computes the same indices.
+pub const MAX_MILLER_INDEX: f64 = 1e36;
+
+/// Refuses sources whose wavelength is not a positive number (a `-dispersion` above 200 %
+/// sweeps through 0), or so short for the cell that the Miller indices (up to 2·|a|/λ)
+/// exceed [`MAX_MILLER_INDEX`].
+fn check_wavelengths(sources: &[Source], lambda0: f64, from_file: bool, lattice: &CrystalLattice) -> Result<()> {
+    let g = crate::io::cfmt::fmt_g;
+    let shortest = sources.iter().map(|s| s.lambda).fold(f64::INFINITY, f64::min);
+    let spread_flag = if from_file { "-sourcefile" } else { "-dispersion" };
+    if !(shortest > 0.0 && shortest.is_finite()) {
+        return Err(Error::flag(
+            spread_flag,
+            format!(
+                "the wavelengths reach {} Å: every wavelength must be positive",
+                g(shortest * 1e10)
+            ),
+        ));
+    }
+    let longest_axis = [lattice.a, lattice.b, lattice.c]
+        .map(norm)
+        .into_iter()
+        .fold(0.0, f64::max);
+    let index = 2.0 * longest_axis / shortest;
+    if index.is_nan() || index > MAX_MILLER_INDEX {
+        let flag = match (shortest < 0.5 * lambda0, longest_axis > 1e-6) {
+            (true, _) => spread_flag,
+            (false, true) => "-cell (or -mat)",
+            (false, false) => "-lambda (or -energy)",
+        };
+        return Err(Error::flag(
+            flag,
+            format!(
+                "a wavelength of {} Å with a cell axis of {} Å gives Miller indices up to {}, beyond {}",
+                g(shortest * 1e10),
+                g(longest_axis * 1e10),
+                g(index),
+                g(MAX_MILLER_INDEX)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a factor of the intensity that is not a finite number even in double precision
+/// (C renders ∞ and NaN from it): the fluence `-flux`·`-exposure`/`-beamsize`², the water
+/// background `i_bg` (photons/sr per unit r_e², from `-water`), and F² of `-default_F` or of
+/// the structure-factor grid.
+fn check_intensity_factors(fluence: f64, i_bg: f64, default_f: f64, grid: Option<&HklGrid>) -> Result<()> {
+    let g = crate::io::cfmt::fmt_g;
+    if !(R_E_SQR * fluence).is_finite() {
+        return Err(Error::flag(
+            "-flux",
+            "-flux × -exposure / -beamsize² gives an infinite fluence",
+        ));
+    }
+    if !i_bg.is_finite() {
+        return Err(Error::flag(
+            "-water",
+            "the water background (fluence × water size³) is infinite",
+        ));
+    }
+    if !(default_f * default_f).is_finite() {
+        return Err(Error::flag(
+            "-default_F",
+            format!("F² = {}² overflows double precision", g(default_f)),
+        ));
+    }
+    if let Some(f) = grid.and_then(|g| g.values.iter().find(|f| !(*f * *f).is_finite())) {
+        return Err(Error::flag(
+            "-hkl (or ./Fdump.bin)",
+            format!(
+                "a structure factor of {} overflows double precision when squared",
+                g(*f)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn resolve_roi(cfg: &SimConfig, det: &DetectorGeometry, warnings: &mut Vec<String>) -> Result<Roi> {

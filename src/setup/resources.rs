@@ -111,9 +111,9 @@ fn terms(d: &Demand) -> Vec<Term> {
     let source_flag = if d.source_file {
         "-sourcefile"
     } else if d.wavelengths > d.divergence_points {
-        "-dispsteps"
+        "-dispsteps (or -dispersion)"
     } else {
-        "-divsteps"
+        crate::setup::DIVERGENCE_FLAGS
     };
     out.push(Term {
         flag: source_flag,
@@ -127,7 +127,7 @@ fn terms(d: &Demand) -> Vec<Term> {
     });
     let orientations = mul(&[d.sources, d.phi_steps, d.domains]);
     let orientation_flag = if d.phi_steps >= d.domains && d.phi_steps >= d.sources {
-        "-phisteps"
+        "-phisteps (or -osc, -phistep)"
     } else if d.domains >= d.sources {
         "-mosaic_domains"
     } else {
@@ -162,15 +162,18 @@ fn terms(d: &Demand) -> Vec<Term> {
         (source_flag, "sources")
     };
     let (flag, auto) = if width.unwrap_or(usize::MAX) > samples.unwrap_or(usize::MAX) {
-        (width_flag, "")
+        (width_flag, String::new())
     } else if d.layers > d.oversample.saturating_mul(d.oversample) {
-        ("-thicksteps", "")
+        ("-thicksteps", String::new())
     } else if d.oversample_given {
-        ("-oversample", "")
+        ("-oversample", String::new())
     } else {
         (
             "-oversample",
-            " (chosen automatically from the crystal size; give -oversample to override)",
+            format!(
+                " (chosen automatically: 3 × the crystal's size, from {} and -cell, over λ·distance/pixel, from -lambda or -energy, -distance and -pixel; give -oversample to override)",
+                crate::setup::N_FLAGS
+            ),
         )
     };
     out.push(Term {
@@ -187,7 +190,7 @@ fn terms(d: &Demand) -> Vec<Term> {
             .and_then(|(s, w)| mul(&[s, w, BYTES_PER_ELEMENT, d.threads])),
     });
     out.push(Term {
-        flag: "-detpixels",
+        flag: "-detpixels (or -detpixels_f, -detpixels_s)",
         what: format!("{} detector pixels", d.pixels),
         bytes: mul(&[d.pixels, PIXEL_BYTES]),
     });
@@ -251,7 +254,7 @@ mod tests {
                 phi_steps: huge,
                 ..small()
             }),
-            "-phisteps"
+            "-phisteps (or -osc, -phistep)"
         );
         assert_eq!(
             flag_of(Demand {
@@ -265,7 +268,7 @@ mod tests {
                 pixels: huge,
                 ..small()
             }),
-            "-detpixels"
+            "-detpixels (or -detpixels_f, -detpixels_s)"
         );
         assert_eq!(
             flag_of(Demand {
@@ -279,13 +282,13 @@ mod tests {
             divergence_points: huge,
             ..small()
         };
-        assert_eq!(flag_of(divergence), "-divsteps");
+        assert_eq!(flag_of(divergence), crate::setup::DIVERGENCE_FLAGS);
         let dispersion = Demand {
             sources: huge,
             wavelengths: huge,
             ..small()
         };
-        assert_eq!(flag_of(dispersion), "-dispsteps");
+        assert_eq!(flag_of(dispersion), "-dispsteps (or -dispersion)");
     }
 
     #[test]

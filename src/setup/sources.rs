@@ -1,8 +1,9 @@
 //! X-ray sources: the divergence grid with elliptical trimming and the dispersion sweep, or the
 //! rows of a `-sourcefile` (physics reference §6).
 
-use crate::config::{SourceRow, Vec3};
+use crate::config::SourceRow;
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use crate::geometry::{rotate_axis, scale, unitize};
 use crate::setup::sampling::Sweep;
 

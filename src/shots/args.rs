@@ -14,6 +14,9 @@ pub enum ShotSource {
     Random(usize),
 }
 
+/// Bytes a listed random shot may take (its index, seeds and flag strings), generously.
+const BYTES_PER_LISTED_SHOT: usize = 1024;
+
 /// What `-shots`/`-shots_random`, `-prefix`, `-manifest` and `-shard` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShotOptions {
@@ -86,6 +89,14 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
                     format!("expected a positive number of shots, got '{n}'"),
                 )
             })?;
+            // each shot is listed (its flags, seeds and outputs) before any renders
+            let listed = count.checked_mul(BYTES_PER_LISTED_SHOT);
+            if !listed.is_some_and(crate::setup::resources::can_allocate) {
+                return Err(Error::flag(
+                    "-shots_random",
+                    format!("{count} shots: their list cannot be allocated"),
+                ));
+            }
             ShotSource::Random(count)
         }
         (None, None) => {
@@ -112,6 +123,12 @@ pub fn split_args<S: AsRef<str>>(args: &[S]) -> Result<Option<(Vec<String>, Shot
     };
     let batch = count("-shot_batch", "shots")?.unwrap_or(DEFAULT_BATCH);
     let writers = count("-shot_writers", "threads")?;
+    if let Some(n) = writers.filter(|&n| n > crate::threads::MAX_THREADS) {
+        return Err(Error::flag(
+            "-shot_writers",
+            format!("{n} threads: at most {}", crate::threads::MAX_THREADS),
+        ));
+    }
     let prefix = get("-prefix").unwrap_or_else(|| "shot_".to_string());
     if prefix.is_empty() {
         return Err(Error::flag("-prefix", "must not be empty"));
@@ -174,6 +191,8 @@ mod tests {
             (&["-shots_random", "3", "-shot_batch", "two"], "-shot_batch"),
             (&["-shot_batch", "4"], "-shot_batch"),
             (&["-shots_random", "3", "-shot_writers", "-1"], "-shot_writers"),
+            (&["-shots_random", "3", "-shot_writers", "100000"], "-shot_writers"),
+            (&["-shots_random", "1000000000000000"], "-shots_random"),
         ];
         for (args, flag) in cases {
             let e = split(args).unwrap_err().to_string();

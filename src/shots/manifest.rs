@@ -137,6 +137,20 @@ pub fn relative_name(manifest: &Path, file: &Path) -> String {
 pub fn verify_files(manifest: &Path, head: &EntryHead) -> std::result::Result<(), String> {
     for f in &head.files {
         let p = resolve(manifest, f);
+        // the size first: a path that is no regular file of that size (a device such as
+        // /dev/zero, a huge file) is never read
+        let meta = std::fs::metadata(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if !meta.is_file() {
+            return Err(format!("{}: not a regular file", p.display()));
+        }
+        if meta.len() != f.bytes {
+            return Err(format!(
+                "{}: {} bytes, manifest says {}",
+                p.display(),
+                meta.len(),
+                f.bytes
+            ));
+        }
         let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
         if bytes.len() as u64 != f.bytes {
             return Err(format!(

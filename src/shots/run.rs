@@ -232,10 +232,14 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
                 group.push(next);
                 i += 1;
             }
-            let images = match render_group(&group, &engine, &render_opts) {
+            let images = match render_group(&group, &engine, &render_opts, run_opts.allow_nonfinite) {
                 Ok(images) => images,
                 Err(e) => {
-                    failure = Some(shot_failure(&group[0].shot, e));
+                    failure = Some(match e {
+                        // a shot's own error (its image is not finite) names it already
+                        e @ Error::Shot { .. } => e,
+                        e => shot_failure(&group[0].shot, e),
+                    });
                     break;
                 }
             };
@@ -405,11 +409,13 @@ fn prepare(
 
 /// The experiments and images of a group of shots that batch together, `[shot][panel]`,
 /// rendered panel by panel (the experiments without their structure factors, which the writers
-/// do not need).
+/// do not need). An image that is not finite is the shot's error unless `allow_nonfinite`
+/// ([`crate::finite::check_image`]).
 fn render_group(
     group: &[Prepared],
     engine: &crate::engine::Engine,
     opts: &RenderOptions,
+    allow_nonfinite: bool,
 ) -> Result<Vec<(Vec<Experiment>, Vec<Image>)>> {
     let mut out: Vec<(Vec<Experiment>, Vec<Image>)> = group.iter().map(|_| Default::default()).collect();
     for k in 0..group[0].images() {
@@ -418,7 +424,15 @@ fn render_group(
             [one] => vec![engine.render(one, opts)?],
             _ => engine.render_batch(&exps, opts)?,
         };
-        for ((shot, mut exp), image) in out.iter_mut().zip(exps).zip(images) {
+        for (((shot, mut exp), image), p) in out.iter_mut().zip(exps).zip(images).zip(group) {
+            let checked = crate::finite::check_image(&exp, &image, allow_nonfinite).map_err(|e| Error::Shot {
+                index: p.shot.index,
+                line: p.shot.line(),
+                source: Box::new(e),
+            })?;
+            if let Some(warning) = checked {
+                println!("WARNING: shot {:06}: {warning}", p.shot.index);
+            }
             exp.structure_factors.grid = None;
             shot.0.push(exp);
             shot.1.push(image);

@@ -26,10 +26,11 @@
 
 use super::{forward_options, render, Setup};
 use crate::cli::{parse_args, Parsed};
-use crate::config::{SimConfig, Vec3};
+use crate::config::SimConfig;
 use crate::diff::detector::DetectorTensors;
 use crate::diff::rigid_motion::RigidMotion;
 use crate::error::{Error, Result};
+use crate::geometry::Vec3;
 use crate::kernel::PixelKernel;
 use crate::panels::custom::{placed_panel_configs, run_frame};
 use crate::panels::groups::Grouping;

@@ -333,7 +333,7 @@ fn allocation_failures_exit_9_naming_the_flag() {
         (&["-oversample", "100000"], "-oversample"),
         (&["-osc", "1", "-phisteps", "1000000000"], "-phisteps"),
         (&["-mosaic", "0.1", "-mosaic_dom", "1000000000"], "-mosaic_dom"),
-        (&["-round_xtal", "-N", "1000000000"], "-oversample"),
+        (&["-detector_thick", "100", "-thicksteps", "1000000000"], "-thicksteps"),
         (&["-detpixels", "65000", "-roi", "0", "1", "0", "1"], "-detpixels"),
     ];
     for (extra, flag) in cases {
@@ -471,17 +471,17 @@ fn roi_outside_the_detector_warns() {
 }
 
 #[test]
-fn nan_pixels_are_an_error_unless_allowed() {
-    // an infinite fluence times the zero intensity between spots is NaN
+fn nonfinite_pixels_are_an_error_unless_allowed() {
+    // r_e²·fluence ≈ 8e270 overflows single precision wherever the lattice factor is not 0
     let tmp = tempfile::tempdir().unwrap();
-    let args = base_with(&["-flux", "1e300", "-exposure", "1e300", "-seed", "3"]);
+    let args = base_with(&["-fluence", "1e300", "-seed", "3"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut cmd = binary();
     cmd.args(&args).current_dir(tmp.path());
     let out = common::output_within(cmd, std::time::Duration::from_secs(20)).expect("finishes");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(9), "{err}");
-    assert!(err.contains("NaN") && err.contains("slow=0 fast=0"), "{err}");
+    assert!(err.contains("-fluence") && err.contains("overflow"), "{err}");
     assert!(!tmp.path().join("noiseimage.img").exists());
     // allowed: written, with a warning, and the noise image finishes
     let mut cmd = binary();
@@ -489,14 +489,23 @@ fn nan_pixels_are_an_error_unless_allowed() {
     let out = common::output_within(cmd, std::time::Duration::from_secs(20)).expect("finishes");
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(log.contains("WARNING") && log.contains("NaN"), "{log}");
-    assert!(!log.contains("overflowed to infinity"), "{log}");
+    assert!(log.contains("WARNING") && log.contains("overflow"), "{log}");
     let noise = std::fs::read(tmp.path().join("noiseimage.img")).unwrap();
     assert_eq!(noise.len(), 512 + 2 * 32 * 32);
 }
 
 #[test]
-fn infinite_pixels_from_cs_overflow_warn() {
+fn an_infinite_fluence_is_refused_before_rendering() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = base_with(&["-flux", "1e300", "-exposure", "1e300"]);
+    let out = nanobragg(tmp.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("-flux") && err.contains("infinite fluence"), "{err}");
+}
+
+#[test]
+fn infinite_pixels_from_cs_overflow_name_the_flag() {
     // -point_pixel with -oversample_omega multiplies the running sum by 1/R² per term; C's
     // sum overflows to infinity too
     let tmp = tempfile::tempdir().unwrap();
@@ -508,12 +517,20 @@ fn infinite_pixels_from_cs_overflow_warn() {
         "-nonoise",
         "-nopgm",
     ]);
-    let out = nanobragg(tmp.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = nanobragg(tmp.path(), &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("-oversample_omega") && err.contains("overflow"), "{err}");
+    assert!(!tmp.path().join("floatimage.bin").exists());
+    // written as C writes it when allowed
+    let mut allowed = args.clone();
+    allowed.push("-allow_nonfinite");
+    let out = nanobragg(tmp.path(), &allowed);
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(log.contains("overflowed to infinity"), "{log}");
+    assert!(log.contains("WARNING") && log.contains("overflow"), "{log}");
     assert!(!log.contains("NaN"), "{log}");
-    assert!(common::read_f32(&tmp.path().join("floatimage.bin"))
-        .iter()
-        .all(|v| !v.is_nan()));
+    let image = common::read_f32(&tmp.path().join("floatimage.bin"));
+    assert!(image.iter().all(|v| !v.is_nan()) && image.iter().any(|v| v.is_infinite()));
 }

@@ -64,13 +64,21 @@ fn push_delta(delta: i32, out: &mut Vec<u8>) {
 /// CBFlib's 4-byte fast path write the bare `80 00 80 00 00 00 80`, which every 64-bit-aware
 /// reader (CBFlib's own included) takes for the 64-bit escape.
 pub fn byte_offset_encode(data: &[i32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + data.len() / 8 + 16);
-    let mut prev = 0i32;
-    for &v in data {
+    byte_offset_encode_from(data.iter().copied()).0
+}
+
+/// [`byte_offset_encode`] of pixels as they come (never held whole): the compressed bytes and
+/// how many pixels there were.
+pub fn byte_offset_encode_from(data: impl IntoIterator<Item = i32>) -> (Vec<u8>, usize) {
+    let data = data.into_iter();
+    let mut out = Vec::with_capacity(data.size_hint().0 + 16);
+    let (mut prev, mut n) = (0i32, 0usize);
+    for v in data {
         push_delta(v.wrapping_sub(prev), &mut out);
         prev = v;
+        n += 1;
     }
-    out
+    (out, n)
 }
 
 /// `N` bytes at `pos`, or `None` when the stream is shorter.

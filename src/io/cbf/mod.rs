@@ -48,7 +48,7 @@
 pub mod byte_offset;
 pub mod header;
 
-pub use byte_offset::{byte_offset_decode, byte_offset_encode};
+pub use byte_offset::{byte_offset_decode, byte_offset_encode, byte_offset_encode_from};
 pub use header::{CbfHeader, DEFAULT_HEADER_CONVENTION};
 
 use crate::error::Error;
@@ -200,11 +200,10 @@ fn text_header(header: &CbfHeader, compressed_len: usize, md5: &str, fast: usize
 
 /// Checks what [`encode_cbf`] needs: `fast`·`slow` = `data.len()`, neither 0, and a header
 /// [`CbfHeader::validate`] accepts. Errors with `InvalidInput`.
-fn check_image(header: &CbfHeader, data: &[i32], fast: usize, slow: usize) -> io::Result<()> {
-    if fast == 0 || slow == 0 || fast.checked_mul(slow) != Some(data.len()) {
+fn check_image(header: &CbfHeader, pixels: usize, fast: usize, slow: usize) -> io::Result<()> {
+    if fast == 0 || slow == 0 || fast.checked_mul(slow) != Some(pixels) {
         return Err(invalid(format!(
-            "CBF image is {fast}x{slow} pixels but {} values were given",
-            data.len()
+            "CBF image is {fast}x{slow} pixels but {pixels} values were given"
         )));
     }
     header.validate()
@@ -217,15 +216,38 @@ fn check_image(header: &CbfHeader, data: &[i32], fast: usize, slow: usize) -> io
 /// [`CbfHeader::validate`] rejects the header (then nothing is written); otherwise only the
 /// writer's errors.
 pub fn encode_cbf(w: &mut dyn Write, header: &CbfHeader, data: &[i32], fast: usize, slow: usize) -> io::Result<()> {
-    check_image(header, data, fast, slow)?;
-    let compressed = byte_offset_encode(data);
-    let md5 = content_md5(&compressed);
+    encode_cbf_from(w, header, data.iter().copied(), fast, slow)
+}
+
+/// [`encode_cbf`] of pixels as they come: only the compressed image is held (about a byte a
+/// pixel for counts that change slowly), never the pixels. The same errors, found once the
+/// pixels are counted (nothing is written before).
+pub fn encode_cbf_from(
+    w: &mut dyn Write,
+    header: &CbfHeader,
+    data: impl IntoIterator<Item = i32>,
+    fast: usize,
+    slow: usize,
+) -> io::Result<()> {
+    let (compressed, pixels) = byte_offset_encode_from(data);
+    check_image(header, pixels, fast, slow)?;
+    write_compressed(w, header, &compressed, fast, slow)
+}
+
+/// The file around the byte-offset `compressed` pixels: text header, binary section, end.
+fn write_compressed(
+    w: &mut dyn Write,
+    header: &CbfHeader,
+    compressed: &[u8],
+    fast: usize,
+    slow: usize,
+) -> io::Result<()> {
+    let md5 = content_md5(compressed);
     w.write_all(text_header(header, compressed.len(), &md5, fast, slow).as_bytes())?;
     w.write_all(&BINARY_START)?;
-    w.write_all(&compressed)?;
+    w.write_all(compressed)?;
     w.write_all(&[0u8; PADDING])?;
-    w.write_all(format!("{EOL}{SECTION_END}{EOL};{EOL}{EOL}").as_bytes())?;
-    Ok(())
+    w.write_all(format!("{EOL}{SECTION_END}{EOL};{EOL}{EOL}").as_bytes())
 }
 
 /// What [`parse_cbf`] finds in a miniCBF file.
@@ -416,8 +438,21 @@ pub fn parse_cbf(bytes: &[u8]) -> Result<CbfImage, CbfError> {
 /// Bad input (pixel count, header values) is an error naming `path` before anything is
 /// created; so is a failed write, which leaves no file behind.
 pub fn write_cbf(path: &Path, header: &CbfHeader, data: &[i32], fast: usize, slow: usize) -> crate::error::Result<()> {
-    check_image(header, data, fast, slow).map_err(|e| Error::io(path, e))?;
-    write_atomic_with(path, &mut |w| encode_cbf(w, header, data, fast, slow))
+    write_cbf_from(path, header, data.iter().copied(), fast, slow)
+}
+
+/// [`write_cbf`] of pixels as they come (see [`encode_cbf_from`]); the file is written whole
+/// or not at all.
+pub fn write_cbf_from(
+    path: &Path,
+    header: &CbfHeader,
+    data: impl IntoIterator<Item = i32>,
+    fast: usize,
+    slow: usize,
+) -> crate::error::Result<()> {
+    let (compressed, pixels) = byte_offset_encode_from(data);
+    check_image(header, pixels, fast, slow).map_err(|e| Error::io(path, e))?;
+    write_atomic_with(path, &mut |w| write_compressed(w, header, &compressed, fast, slow))
 }
 
 /// Reads the miniCBF file at `path` ([`parse_cbf`]). A file that cannot be read is an

@@ -96,26 +96,35 @@ pub fn create_stack(path: &Path, exp: &Experiment) -> Result<NxmxWriter, Error> 
     )?)
 }
 
-/// One image as an NXmx file: int32 `counts` and the float `photons`, written under a temporary
-/// name and renamed when complete.
-pub fn write_nexus_image(path: &Path, exp: &Experiment, counts: &[i32], photons: &[f32]) -> Result<(), Error> {
+/// One image as an NXmx file: int32 `counts` (as they come, `[slow][fast]`, written band by
+/// band) and the float `photons`, written under a temporary name and renamed when complete.
+pub fn write_nexus_image(
+    path: &Path,
+    exp: &Experiment,
+    counts: impl IntoIterator<Item = i32>,
+    photons: &[f32],
+) -> Result<(), Error> {
     let mut w = NxmxWriter::create_atomic(path, &nx_detector(exp), &nx_beam(exp), &nx_goniometer(exp))?;
-    w.append_shot(counts, photons, exp.phi0.to_degrees())?;
+    w.append_shot_from(counts, photons.iter().copied(), exp.phi0.to_degrees())?;
     Ok(w.finish()?)
 }
 
-/// One image of a detector of several panels as an NXmx file: a module per panel (`panels`
-/// rendered with their own experiments, which share the beam and the crystal), with the
-/// panels' int32 `counts` and float `photons` stacked `[panels, slow, fast]`; written under a
-/// temporary name and renamed when complete.
-pub fn write_nexus_panels(path: &Path, panels: &[(&Experiment, &[i32], &[f32])]) -> Result<(), Error> {
-    let Some(&(first, _, _)) = panels.first() else {
+/// One image of a detector of several panels as an NXmx file: a module per panel (`panels`,
+/// each rendered with its own experiment, share the beam and the crystal; each comes with its
+/// float photons), stacked `[panels, slow, fast]`. `counts` are the panels' int32 counts one
+/// panel after the other, as they come: they are written band by band, never held whole.
+/// Written under a temporary name and renamed when complete.
+pub fn write_nexus_panels(
+    path: &Path,
+    panels: &[(&Experiment, &[f32])],
+    counts: impl IntoIterator<Item = i32>,
+) -> Result<(), Error> {
+    let Some(&(first, _)) = panels.first() else {
         return Err(Error::Config(format!("{}: no panels to write", path.display())));
     };
-    let modules: Vec<NxDetector> = panels.iter().map(|(exp, _, _)| nx_detector(exp)).collect();
+    let modules: Vec<NxDetector> = panels.iter().map(|(exp, _)| nx_detector(exp)).collect();
     let mut w = NxmxWriter::create_atomic_modules(path, &modules, &nx_beam(first), &nx_goniometer(first))?;
-    let counts: Vec<i32> = panels.iter().flat_map(|(_, c, _)| c.iter().copied()).collect();
-    let photons: Vec<f32> = panels.iter().flat_map(|(_, _, p)| p.iter().copied()).collect();
-    w.append_shot(&counts, &photons, first.phi0.to_degrees())?;
+    let photons = panels.iter().flat_map(|(_, p)| p.iter().copied());
+    w.append_shot_from(counts, photons, first.phi0.to_degrees())?;
     Ok(w.finish()?)
 }

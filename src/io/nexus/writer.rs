@@ -47,7 +47,69 @@ pub struct NxmxWriter {
     npix: usize,
     osc_deg: f64,
     ds: Streams,
+    tiles: Tiles,
     shots: usize,
+}
+
+/// How a shot's image is cut into the stored chunks: each module in bands of whole rows, so
+/// that a shot is written one band at a time and never needs the whole image in file order.
+#[derive(Clone, Copy, Debug)]
+struct Tiles {
+    /// Modules in a shot (1 for a flat detector).
+    modules: usize,
+    /// Rows of a module.
+    spixels: usize,
+    /// Pixels in a row.
+    fpixels: usize,
+    /// Rows in a band (the last band of a module is zero-padded to this height).
+    rows: usize,
+}
+
+/// Pixels in one stored chunk at most (4 MiB of 4-byte pixels), unless a single row is longer.
+pub const TILE_PIXELS: usize = 1 << 20;
+
+impl Tiles {
+    fn of(modules: &[NxDetector], tile_pixels: usize) -> Self {
+        let d = &modules[0];
+        let rows = (tile_pixels / d.fpixels).clamp(1, d.spixels);
+        Tiles {
+            modules: modules.len(),
+            spixels: d.spixels,
+            fpixels: d.fpixels,
+            rows,
+        }
+    }
+
+    /// The per-frame dimensions: `[slow, fast]`, or `[modules, slow, fast]`.
+    fn frame_dims(&self) -> Vec<u64> {
+        let (s, f) = (self.spixels as u64, self.fpixels as u64);
+        match self.modules {
+            1 => vec![s, f],
+            n => vec![n as u64, s, f],
+        }
+    }
+
+    /// The chunk within a frame, of the rank of [`Self::frame_dims`].
+    fn frame_chunk(&self) -> Vec<u64> {
+        let (r, f) = (self.rows as u64, self.fpixels as u64);
+        match self.modules {
+            1 => vec![r, f],
+            _ => vec![1, r, f],
+        }
+    }
+
+    /// Chunk-grid coordinates of band `band` of module `module` in shot `shot`.
+    fn coords(&self, shot: usize, module: usize, band: usize) -> Vec<u64> {
+        let (t, k, b) = (shot as u64, module as u64, band as u64);
+        match self.modules {
+            1 => vec![t, b, 0],
+            _ => vec![t, k, b, 0],
+        }
+    }
+
+    fn bands(&self) -> usize {
+        self.spixels.div_ceil(self.rows)
+    }
 }
 
 /// Indices of the appendable datasets.
@@ -61,11 +123,6 @@ struct Streams {
 /// Strip the leading '/' (rust-hdf5 names datasets by relative path).
 fn rel(p: &str) -> &str {
     p.trim_start_matches('/')
-}
-
-/// Little-endian bytes of a slice of plain numbers.
-fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-    v.iter().flat_map(|&x| f(x)).collect()
 }
 
 impl NxmxWriter {
@@ -83,7 +140,7 @@ impl NxmxWriter {
         beam: &NxBeam,
         gonio: &NxGoniometer,
     ) -> Result<Self, NxError> {
-        Self::create_at(path, None, modules, beam, gonio)
+        Self::create_at(path, None, modules, beam, gonio, TILE_PIXELS)
     }
 
     /// Like [`Self::create`] but writes `<path>.partial`, renamed to `path` by [`Self::finish`].
@@ -104,7 +161,26 @@ impl NxmxWriter {
     ) -> Result<Self, NxError> {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".partial");
-        Self::create_at(Path::new(&tmp), Some(path.to_path_buf()), modules, beam, gonio)
+        Self::create_at(
+            Path::new(&tmp),
+            Some(path.to_path_buf()),
+            modules,
+            beam,
+            gonio,
+            TILE_PIXELS,
+        )
+    }
+
+    /// [`Self::create_modules`] with chunks of at most `tile_pixels` pixels (whole rows).
+    #[cfg(test)]
+    pub(crate) fn create_tiled(
+        path: &Path,
+        modules: &[NxDetector],
+        beam: &NxBeam,
+        gonio: &NxGoniometer,
+        tile_pixels: usize,
+    ) -> Result<Self, NxError> {
+        Self::create_at(path, None, modules, beam, gonio, tile_pixels)
     }
 
     fn create_at(
@@ -113,6 +189,7 @@ impl NxmxWriter {
         modules: &[NxDetector],
         beam: &NxBeam,
         gonio: &NxGoniometer,
+        tile_pixels: usize,
     ) -> Result<Self, NxError> {
         let err = |e: String| NxError::new(path, e);
         validate(modules, beam).map_err(err)?;
@@ -122,7 +199,8 @@ impl NxmxWriter {
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
         let mut w = SwmrFileWriter::create(path).map_err(|e| NxError::new(path, e))?;
-        let ds = Layout { w: &mut w }
+        let tiles = Tiles::of(modules, tile_pixels);
+        let ds = Layout { w: &mut w, tiles }
             .write_all(modules, beam, gonio, &r, &chains)
             .map_err(err)?;
         w.start_swmr().map_err(|e| NxError::new(path, e))?;
@@ -135,6 +213,7 @@ impl NxmxWriter {
             npix,
             osc_deg: gonio.osc_deg,
             ds,
+            tiles,
             shots: 0,
         })
     }
@@ -162,16 +241,34 @@ impl NxmxWriter {
             );
             return Err(NxError::new(&self.path, m));
         }
-        let (path, ds, osc) = (self.path.clone(), &self.ds, self.osc_deg);
+        self.append_shot_from(counts.iter().copied(), photons.iter().copied(), phi_start_deg)
+    }
+
+    /// [`Self::append_shot`] from pixels as they come, in file order (the modules one after
+    /// the other, each `[slow][fast]`): each is written one band of rows at a time, so the
+    /// shot never needs to be held whole. The counts are all consumed before the first photon
+    /// value is asked for. A shot of the wrong size is an error, and leaves the stacks'
+    /// extents as they were.
+    pub fn append_shot_from(
+        &mut self,
+        counts: impl IntoIterator<Item = i32>,
+        photons: impl IntoIterator<Item = f32>,
+        phi_start_deg: f64,
+    ) -> Result<usize, NxError> {
+        let (path, ds, osc, tiles, shot) = (self.path.clone(), &self.ds, self.osc_deg, self.tiles, self.shots);
         let w = self
             .w
             .as_mut()
             .ok_or_else(|| NxError::new(&path, "writer already finished"))?;
         let e = |e: rust_hdf5::Hdf5Error| NxError::new(&path, e);
-        w.append_frame(ds.counts, &le_bytes(counts, i32::to_le_bytes))
-            .map_err(e)?;
-        w.append_frame(ds.photons, &le_bytes(photons, f32::to_le_bytes))
-            .map_err(e)?;
+        write_bands(w, ds.counts, &tiles, shot, counts.into_iter().map(i32::to_le_bytes))
+            .map_err(|m| NxError::new(&path, m))?;
+        write_bands(w, ds.photons, &tiles, shot, photons.into_iter().map(f32::to_le_bytes))
+            .map_err(|m| NxError::new(&path, m))?;
+        let mut extent = vec![shot as u64 + 1];
+        extent.extend(tiles.frame_dims());
+        w.set_extent(ds.counts, &extent).map_err(e)?;
+        w.set_extent(ds.photons, &extent).map_err(e)?;
         w.append_frame(ds.phi, &phi_start_deg.to_le_bytes()).map_err(e)?;
         w.append_frame(ds.phi_end, &(phi_start_deg + osc).to_le_bytes())
             .map_err(e)?;
@@ -193,6 +290,39 @@ impl NxmxWriter {
                 .map_err(|e| NxError::new(&dst, format!("rename from {}: {e}", self.path.display())))?;
         }
         Ok(())
+    }
+}
+
+/// Writes shot `shot` of the stack `ds` band by band from `pixels` (4-byte values in file
+/// order); an error when there are more or fewer than the shot's pixels.
+fn write_bands(
+    w: &mut SwmrFileWriter,
+    ds: usize,
+    tiles: &Tiles,
+    shot: usize,
+    mut pixels: impl Iterator<Item = [u8; 4]>,
+) -> Result<(), String> {
+    let npix = tiles.modules * tiles.spixels * tiles.fpixels;
+    let mut written = 0;
+    let mut band = Vec::with_capacity(4 * tiles.rows * tiles.fpixels);
+    for module in 0..tiles.modules {
+        for b in 0..tiles.bands() {
+            let rows = tiles.rows.min(tiles.spixels - b * tiles.rows);
+            band.clear();
+            band.extend(pixels.by_ref().take(rows * tiles.fpixels).flatten());
+            written += band.len() / 4;
+            if band.len() != 4 * rows * tiles.fpixels {
+                return Err(format!("shot has {written} pixels, detector has {npix}"));
+            }
+            // the last band of a module is padded to the chunk's height
+            band.resize(4 * tiles.rows * tiles.fpixels, 0);
+            w.write_chunk_at(ds, &tiles.coords(shot, module, b), &band)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    match pixels.next() {
+        Some(_) => Err(format!("shot has more than the detector's {npix} pixels")),
+        None => Ok(()),
     }
 }
 
@@ -228,6 +358,7 @@ fn validate(modules: &[NxDetector], beam: &NxBeam) -> Result<(), String> {
 /// Writes the static layout (everything but the shots) before SWMR starts.
 struct Layout<'a> {
     w: &'a mut SwmrFileWriter,
+    tiles: Tiles,
 }
 
 type R<T> = Result<T, String>;
@@ -427,21 +558,20 @@ impl Layout<'_> {
         Ok(i)
     }
 
-    /// The appendable image stacks, chunked one shot per chunk, shuffle+deflate.
+    /// The appendable image stacks, chunked in bands of rows of one module of one shot
+    /// ([`Tiles`]), shuffle+deflate.
     fn stacks(&mut self, modules: &[NxDetector]) -> R<(usize, usize)> {
-        let d = &modules[0];
-        let dims = match modules.len() {
-            1 => vec![d.spixels as u64, d.fpixels as u64],
-            n => vec![n as u64, d.spixels as u64, d.fpixels as u64],
-        };
+        debug_assert_eq!(self.tiles.modules, modules.len());
+        let (dims, chunk) = (self.tiles.frame_dims(), self.tiles.frame_chunk());
+        let deflate = || FilterPipeline::shuffle_deflate(4, 4);
         let counts = self
             .w
-            .create_streaming_dataset_compressed::<i32>(rel(DATA), &dims, FilterPipeline::shuffle_deflate(4, 4))
+            .create_streaming_dataset_tiled_compressed::<i32>(rel(DATA), &dims, &chunk, deflate())
             .map_err(s)?;
         self.w.set_dataset_attr_string(counts, "units", "counts").map_err(s)?;
         let photons = self
             .w
-            .create_streaming_dataset_compressed::<f32>(rel(DATA_FLOAT), &dims, FilterPipeline::shuffle_deflate(4, 4))
+            .create_streaming_dataset_tiled_compressed::<f32>(rel(DATA_FLOAT), &dims, &chunk, deflate())
             .map_err(s)?;
         self.w.set_dataset_attr_string(photons, "units", "counts").map_err(s)?;
         let doc = "noiseless expected photons per pixel, same shape as data";

@@ -1,0 +1,4 @@
+//! Fuzz target: `nanobragg_fuzz::expt` on arbitrary bytes must never panic, hang or abort.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nanobragg_fuzz::expt(data));
