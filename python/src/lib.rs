@@ -35,7 +35,6 @@ fn nanobragg_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(usage, m)?)?;
     m.add_class::<simulator::Simulator>()?;
-    writers::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,6 +6,7 @@ use crate::arrays;
 use crate::errors::{detached, to_py, value_error};
 use crate::flags::{self, Flags};
 use crate::tasks::{At, DerivativesAt, LossAt, RenderAt, ValuesAt, VectorAt, VjpAt};
+use crate::writers::{write, Format};
 use nanobragg::cli::program::render_options;
 use nanobragg::cli::RunOptions;
 use nanobragg::config::SimConfig;
@@ -20,6 +21,34 @@ use numpy::{AllowTypeChange, PyArrayLikeDyn};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::sync::Arc;
+
+/// Structure factors as four arrays: h, k, l (integers) and F (electrons).
+type Reflections = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<f64>);
+
+/// `(h, k, l, F)` arrays as an HKL text file for `-hkl`: the command line's own reader takes
+/// them (same grid, same defaults), then the file goes.
+fn hkl_file(hkl: Reflections) -> PyResult<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let (h, k, l, f) = hkl;
+    if [k.len(), l.len(), f.len()].iter().any(|&n| n != h.len()) {
+        return Err(value_error(format!(
+            "structure_factors: h, k, l and F differ in length ({}, {}, {}, {})",
+            h.len(),
+            k.len(),
+            l.len(),
+            f.len()
+        )));
+    }
+    let io = |e: std::io::Error| pyo3::exceptions::PyOSError::new_err(format!("structure_factors: {e}"));
+    let mut file = tempfile::Builder::new().suffix(".hkl").tempfile().map_err(io)?;
+    let mut text = String::with_capacity(32 * h.len());
+    for i in 0..h.len() {
+        // Display of an f64 is the shortest text that reads back as the same number
+        text.push_str(&format!("{} {} {} {}\n", h[i], k[i], l[i], f[i]));
+    }
+    file.write_all(text.as_bytes()).map_err(io)?;
+    Ok(file)
+}
 
 /// What the flags resolved once, shared by a simulator and its moved copies.
 struct Setup {
@@ -95,6 +124,18 @@ impl Simulator {
         self.dims().iter().product()
     }
 
+    fn write(
+        &self,
+        py: Python<'_>,
+        format: Format,
+        path: std::path::PathBuf,
+        image: PyArrayLikeDyn<'_, f32, AllowTypeChange>,
+    ) -> PyResult<f64> {
+        let (cfg, exp) = self.single("write")?;
+        let data = arrays::pixels("image", &image, self.pixels())?;
+        detached(py, move || write(format, &path, cfg, exp, data))
+    }
+
     fn moved(&self, values: Vec<(String, Vec<f64>)>) -> Simulator {
         Simulator {
             setup: self.setup.clone(),
@@ -132,9 +173,27 @@ impl Simulator {
     /// then keyword overrides (`distance=100.0` is `-distance 100`; a tuple gives several
     /// values; `nopolar=True` a bare flag). Output flags are accepted and ignored. Structure
     /// factors are read as the binary reads them (`-hkl`, else `Fdump.bin`, else `-default_F`).
+    ///
+    /// `structure_factors=(h, k, l, F)`, four arrays of one length, gives the structure
+    /// factors as an HKL file would (`-hkl`; the grid spans the indices given, `-default_F`
+    /// elsewhere).
     #[staticmethod]
-    #[pyo3(signature = (flags, **overrides))]
-    fn from_flags(py: Python<'_>, flags: Flags, overrides: Option<&Bound<'_, PyDict>>) -> PyResult<Simulator> {
+    #[pyo3(signature = (flags, structure_factors=None, **overrides))]
+    fn from_flags(
+        py: Python<'_>,
+        flags: Flags,
+        structure_factors: Option<Reflections>,
+        overrides: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Simulator> {
+        let hkl = structure_factors.map(hkl_file).transpose()?;
+        let flags = match &hkl {
+            None => flags,
+            Some(file) => {
+                let mut v = flags.into_vec();
+                v.extend(["-hkl".to_string(), file.path().display().to_string()]);
+                Flags::List(v)
+            }
+        };
         let (args, cfg, run_opts) = flags::parse(flags, overrides)?;
         let setup = detached(py, move || {
             let threads = run_opts.apply_threads()?;
@@ -449,6 +508,85 @@ impl Simulator {
             })
         })?;
         Ok((f, arrays::vector(py, g)))
+    }
+
+    /// Write `image` (photons per pixel, this simulator's shape, one panel) as an SMV file,
+    /// 2-byte integers as the binary's `-intfile` (scale: the flags' `-scale`, else C's
+    /// automatic one; offset `-adc`). Returns the scale.
+    fn write_smv(
+        &self,
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        image: PyArrayLikeDyn<'_, f32, AllowTypeChange>,
+    ) -> PyResult<f64> {
+        self.write(py, Format::Smv, path, image)
+    }
+
+    /// Write `image` as a miniCBF file, 4-byte integers as the binary's `-cbffile`. Returns the
+    /// scale.
+    fn write_cbf(
+        &self,
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        image: PyArrayLikeDyn<'_, f32, AllowTypeChange>,
+    ) -> PyResult<f64> {
+        self.write(py, Format::Cbf, path, image)
+    }
+
+    /// Write `image` as a NeXus NXmx file (HDF5), counts and photons, as the binary's
+    /// `-nexusfile`. Returns the scale.
+    fn write_nexus(
+        &self,
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        image: PyArrayLikeDyn<'_, f32, AllowTypeChange>,
+    ) -> PyResult<f64> {
+        self.write(py, Format::Nexus, path, image)
+    }
+
+    /// Shot renders: one image per orientation, float32 `(n, slow, fast)`. `matrices` is
+    /// `(n, 3, 3)` (or one `(3, 3)`): MOSFLM A matrices as a `-mat` file or a shot list's
+    /// `mat` gives them, rows `a*x b*x c*x`, `a*y b*y c*y`, `a*z b*z c*z` (reciprocal vectors in
+    /// Å⁻¹ times λ in Å); each shot is the flags with that matrix, as the binary renders it.
+    #[pyo3(signature = (matrices, engine=None, precision=None))]
+    fn render_shots<'py>(
+        &self,
+        py: Python<'py>,
+        matrices: PyArrayLikeDyn<'py, f64, AllowTypeChange>,
+        engine: Option<&str>,
+        precision: Option<&str>,
+    ) -> PyResult<Bound<'py, numpy::PyArrayDyn<f32>>> {
+        let (cfg, exp) = self.single("render_shots")?;
+        if !self.values.is_empty() {
+            return Err(value_error(
+                "render_shots renders at the flags' parameters: call it on a simulator that was not moved",
+            ));
+        }
+        let m = matrices.as_array();
+        let n = match m.shape() {
+            [3, 3] => 1,
+            [n, 3, 3] => *n,
+            other => return Err(value_error(format!("matrices: shape (n, 3, 3), not {other:?}"))),
+        };
+        let flat: Vec<f64> = m.iter().copied().collect();
+        let mats: Vec<[[f64; 3]; 3]> = flat
+            .chunks(9)
+            .map(|c| [[c[0], c[1], c[2]], [c[3], c[4], c[5]], [c[6], c[7], c[8]]])
+            .collect();
+        let engine = self.engine(engine, precision)?;
+        let grid = exp.structure_factors.grid.clone();
+        let data = detached(py, || {
+            let mut data = Vec::with_capacity(n * exp.detector.pixels());
+            for m in &mats {
+                let mut shot = cfg.clone();
+                shot.crystal.matrix = Some(*m);
+                let e = Experiment::with_structure_factors(&shot, grid.clone())?;
+                data.extend(engine.render(&e, &self.setup.render)?.data);
+            }
+            Ok(data)
+        })?;
+        let d = &exp.detector;
+        arrays::image(py, data, &[n, d.spixels, d.fpixels])
     }
 
     fn __repr__(&self) -> String {

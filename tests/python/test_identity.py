@@ -44,3 +44,22 @@ def test_panel_file(binary, tmp_path):
     assert image.ndim == 3 and image.shape[0] == 4
     expected = run_binary(flags, tmp_path, image.shape)
     assert np.array_equal(image, expected)
+
+
+def test_shots(binary, tmp_path):
+    """render_shots of (n, 3, 3) matrices equals the binary given each as a -mat file."""
+    flags = "-default_F 100 -cell 70 80 90 90 90 90 -lambda 1.0 -N 6 -distance 80 -pixel 0.2 -detpixels 32".split()
+    rng = np.random.default_rng(3)
+    base = np.diag([1 / 70, 1 / 80, 1 / 90])  # a*, b*, c* (Å⁻¹) times λ = 1 Å
+    mats = []
+    for _ in range(2):
+        q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        mats.append(q @ base)
+    mats = np.array(mats)
+    images = nanobragg.Simulator.from_flags(flags).render_shots(mats)
+    assert images.shape == (2, 32, 32)
+    for k, m in enumerate(mats):
+        mat = tmp_path / f"shot{k}.mat"
+        mat.write_text("\n".join(" ".join(repr(float(v)) for v in row) for row in m) + "\n")
+        expected = run_binary(flags + ["-mat", str(mat)], tmp_path, (32, 32))
+        assert np.array_equal(images[k], expected)
