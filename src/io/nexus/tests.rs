@@ -46,6 +46,11 @@ fn read(path: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("reader JSON")
 }
 
+/// One shot of a `--dump`ed stack (a JSON array), each value converted by `f`.
+fn dumped<T>(shot: &Value, f: impl Fn(&Value) -> T) -> Vec<T> {
+    shot.as_array().unwrap().iter().map(f).collect()
+}
+
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("nx-test-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -138,19 +143,9 @@ fn h5py_reads_pixel_values_exactly() {
     assert_eq!(v["dtype"], "int32");
     assert_eq!(v["phi"], serde_json::json!([10.0, 10.25, 10.5]));
     for (k, (c, p)) in shots.iter().enumerate() {
-        let got_c: Vec<i64> = v["counts"][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_i64().unwrap())
-            .collect();
+        let got_c = dumped(&v["counts"][k], |x| x.as_i64().unwrap());
         assert_eq!(got_c, c.iter().map(|&x| x as i64).collect::<Vec<_>>(), "shot {k}");
-        let got_p: Vec<f32> = v["photons"][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap() as f32)
-            .collect();
+        let got_p = dumped(&v["photons"][k], |x| x.as_f64().unwrap() as f32);
         let bits = |x: &[f32]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got_p), bits(p), "shot {k}");
     }
@@ -179,20 +174,8 @@ fn h5py_reads_banded_module_stacks_exactly() {
     let v = read(&path, &["--dump", "--plain"]);
     assert_eq!(v["shape"], serde_json::json!([2, 3, 7, 5]));
     for (k, (c, p)) in shots.iter().enumerate() {
-        let got_c: Vec<i32> = v["counts"][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_i64().unwrap() as i32)
-            .collect();
-        assert_eq!(&got_c, c, "shot {k}");
-        let got_p: Vec<f32> = v["photons"][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap() as f32)
-            .collect();
-        assert_eq!(&got_p, p, "shot {k}");
+        assert_eq!(&dumped(&v["counts"][k], |x| x.as_i64().unwrap() as i32), c, "shot {k}");
+        assert_eq!(&dumped(&v["photons"][k], |x| x.as_f64().unwrap() as f32), p, "shot {k}");
     }
 }
 
