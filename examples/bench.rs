@@ -11,8 +11,9 @@
 //! wgpu, wgpu-nofusion; default cpu),
 //! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd, sim, sim-stages; default
 //! fwd and fwdbwd: `fwdbwd` is the binary's vector–Jacobian product, `sim` a
-//! `Simulator<Autodiff<B>>` forward pass and the backward pass of its sum, by kernel where the
-//! backend has one, `sim-stages` the same with the tensor stages),
+//! `Simulator<Autodiff<B>>` gradient step (forward pass, the backward pass of its sum, every
+//! gradient read back), by kernel where the backend has one, `sim-stages` the same with the
+//! tensor stages),
 //! `--grad-sizes` (largest size with a backward mode; default 512), `--reps` (renders per case, the
 //! first is the cold one; default 3), `--threads` (worker threads, and OMP_NUM_THREADS of C;
 //! default: available cores), `--out` (directory of `bench.json` and `bench.md`).
@@ -24,8 +25,9 @@
 //! following ones. C and the `nanobragg` binary are timed as whole processes with the same
 //! flags (`-floatfile` to a temporary directory), interleaved, first run = cold, best of the
 //! rest = warm; `C/ours` divides C's warm process time by ours. For the wgpu engines a further
-//! child counts the kernel launches of a cold and a warm render from cubecl's profile log
-//! (`CUBECL_DEBUG_OPTION=profile`), the GPU cost one can measure without a GPU.
+//! child counts the kernel launches of a cold and a warm render (mode `fwd`) or gradient step
+//! (mode `sim`) from cubecl's profile log (`CUBECL_DEBUG_OPTION=profile`), the GPU cost one
+//! can measure without a GPU.
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
@@ -88,7 +90,8 @@ struct Job {
 }
 
 /// Σ of the image of `Simulator<Autodiff<B>>::forward`, after the backward pass of that sum
-/// (by kernel where `B` has one and `kernel` asks for it; else the tensor stages).
+/// and every parameter's gradient read back (by kernel where `B` has one and `kernel` asks
+/// for it; else the tensor stages): one gradient step.
 fn simulator_sum<B: PixelKernel>(job: &Job, kernel: bool, device: &B::Device) -> Result<f64, String> {
     let sim = Simulator::<Autodiff<B>>::new(&job.cfg, device).map_err(|e| e.to_string())?;
     let options = RenderOptions {
@@ -102,6 +105,12 @@ fn simulator_sum<B: PixelKernel>(job: &Job, kernel: bool, device: &B::Device) ->
         .distance
         .grad(&grads)
         .ok_or("no gradient reached the distance")?;
+    // every gradient read back, as a refinement step would
+    for (_, t) in sim.params.tensors() {
+        if let Some(g) = t.and_then(|t| t.grad(&grads)) {
+            g.into_data();
+        }
+    }
     Ok(total.into_scalar().elem::<f64>())
 }
 
@@ -132,6 +141,9 @@ fn run<B: nanobragg::PixelKernel>(
             "sim" | "sim-stages" => {
                 total = simulator_sum::<B>(job, job.mode == "sim", device)?;
                 times.push(t.elapsed().as_secs_f64());
+                if let Some(log) = std::env::var_os(COUNT_LAUNCHES) {
+                    launches.push(kernel_launches(Path::new(&log)));
+                }
                 continue;
             }
             _ => nanobragg::render::<B>(&job.exp, &opts, device).map_err(|e| e.to_string())?,
@@ -185,15 +197,16 @@ fn duration_s(t: &str) -> Option<f64> {
     number.parse::<f64>().ok().map(|v| v * scale)
 }
 
-/// Kernel launches per render of a wgpu engine, counted in a child of its own with cubecl's
-/// profiler on: `{"launches": [cold, warm], "kernel_ms": [cold, warm]}` (the kernels' own
-/// times as the profiler measured them, synchronised launch by launch).
-fn count_launches(me: &Path, engine: &str, config: &str, size: usize) -> Result<Value, String> {
+/// Kernel launches per render (mode `fwd`) or gradient step (mode `sim`) of a wgpu engine,
+/// counted in a child of its own with cubecl's profiler on: `{"launches": [cold, warm],
+/// "kernel_ms": [cold, warm]}` (the kernels' own times as the profiler measured them,
+/// synchronised launch by launch).
+fn count_launches(me: &Path, engine: &str, config: &str, size: usize, mode: &str) -> Result<Value, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let log = dir.path().join("launches.log");
     let v = child_case(
         Command::new(me)
-            .args(["--child", engine, config, &size.to_string(), "fwd", "2", "1"])
+            .args(["--child", engine, config, &size.to_string(), mode, "2", "1"])
             .env("CUBECL_DEBUG_OPTION", "profile")
             .env("CUBECL_DEBUG_LOG", &log)
             .env(COUNT_LAUNCHES, &log),
@@ -511,7 +524,7 @@ fn bench(a: &Args) -> Result<(), String> {
                         _ => Value::Null,
                     };
                     let launches = match (e.starts_with("wgpu"), mode.as_str()) {
-                        (true, "fwd") => count_launches(&me, e, config, size)?,
+                        (true, "fwd" | "sim") => count_launches(&me, e, config, size, mode)?,
                         _ => Value::Null,
                     };
                     let row = json!({"config": config, "size": size, "engine": e, "what": "render",

@@ -89,14 +89,29 @@ pub fn weighted_vjp<B: AutodiffBackend>(
         true => t.detach().require_grad(),
         false => t,
     });
-    // 1. the scene as a graph over the parameters, and its values as untracked tensors
+    // 1. the scene as a graph over the parameters
     let scene_graph = params.scene(cfg, exp, device);
+    scene_graph_vjp(exp, &Scene::new(exp), params, scene_graph, weigh, opts, device)
+}
+
+/// Steps 2 and 3 of [`weighted_vjp`] for a scene graph the caller built from `params` (a
+/// simulator's panel, say): ∂/∂z span by span at the graph's values, then Σ_z g_z·z(θ)
+/// differentiated over the graph. `host` is [`Scene::new`] of `exp`.
+pub fn scene_graph_vjp<B: AutodiffBackend>(
+    exp: &Experiment,
+    host: &Scene,
+    params: &Params<B>,
+    scene_graph: SceneTensors<B>,
+    weigh: &ChunkWeights<'_>,
+    opts: &RenderOptions,
+    device: &B::Device,
+) -> Result<Vjp> {
     let z = scene_graph.variables();
     let values = z.iter().map(|t| t.clone().detach()).collect::<Vec<_>>();
     let base = scene_graph.with_variables(values);
 
     // 2. ∂/∂z, span by span
-    let part = scene_vjp(exp, &Scene::new(exp), &base, weigh, opts, device)?;
+    let part = scene_vjp(exp, host, &base, weigh, opts, device)?;
 
     // 3. Σ_z g_z·z(θ) differentiated over the scene graph
     let gradients = scene_to_params(params, z, part.scene_grad, device)?;

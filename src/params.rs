@@ -148,6 +148,42 @@ impl<B: Backend> Params<B> {
         })
     }
 
+    /// Parameters holding host `values` (names and units of [`PARAMETERS`], as
+    /// [`Params::values`] lists them), trainable, on `device`: the same parameters on another
+    /// backend (the host's f64 evaluation of a GPU simulator's geometry, say). The optional
+    /// ones are present where `values` names them.
+    pub fn from_values(values: &[(&'static str, Vec<f64>)], device: &B::Device) -> crate::error::Result<Self> {
+        let get = |name: &str| {
+            values
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| param(v.clone(), device))
+        };
+        let need = |name: &str| {
+            get(name).ok_or_else(|| crate::error::Error::Config(format!("no values for parameter '{name}'")))
+        };
+        Ok(Self {
+            cell: need("cell")?,
+            misset: need("misset")?,
+            phi: need("phi")?,
+            mosaic_spread: need("mosaic_spread")?,
+            distance: need("distance")?,
+            close_distance: get("close_distance"),
+            beam_center: need("beam_center")?,
+            detector_rotation: need("detector_rotation")?,
+            twotheta: need("twotheta")?,
+            lambda0: need("lambda0")?,
+            fluence: need("fluence")?,
+            n_cells: need("n_cells")?,
+            polarization: need("polarization")?,
+            water_size: need("water_size")?,
+            default_f: need("default_f")?,
+            dispersion: need("dispersion")?,
+            structure_factors: get("structure_factors"),
+            panel_motions: get("panel_motions"),
+        })
+    }
+
     /// Apply `f` to every parameter tensor (e.g. `detach().require_grad()`), keeping the
     /// parameters' ids.
     pub fn map_tensors(self, f: impl Fn(Tensor<B, 1>) -> Tensor<B, 1>) -> Self {

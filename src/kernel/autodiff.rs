@@ -1,117 +1,164 @@
-//! The one-kernel render on an autodiff backend: the forward pass is the inner backend's kernel,
-//! the backward pass recomputes the vector–Jacobian product through the tensor stages.
+//! The one-kernel render on an autodiff backend: each image is one operation of the caller's
+//! graph whose parents are the parameter tensors.
 //!
-//! The parameters reach the pixels only through the scene's few variables z
-//! ([`SceneTensors::variables`]), so the kernel's image is one operation of the graph whose
-//! single parent is z (concatenated). Its backward step receives ∂L/∂I and computes
-//! g_z = Σ_p (∂L/∂I_p)·∂I_p/∂z with [`scene_vjp`]: the tensor stages at z's values, span by span,
-//! each span differentiated on a graph of its own. The graph from the parameters to z then
-//! carries g_z back to them as usual. The gradients are those of the tensor stages (the
-//! reference); the image is the kernel's (equal to f32 precision, `tests/integration/kernel.rs`).
+//! * **Forward:** the parameters' values are read back, the scene is evaluated from them on the
+//!   host in f64 and the inner backend's kernel renders it ([`super::images_at`]). The device
+//!   runs the kernel alone: no graph from the parameters to the scene is built there.
+//! * **Backward:** with w = ∂L/∂I read back, the vector–Jacobian product Σ_p w_p·∂I_p/∂θ is
+//!   taken on the host by the tensor stages, in f64 over the worker pool
+//!   ([`scene_graph_vjp`]): the scene graph is built again from the values on
+//!   `Autodiff<NdArray<f64>>`, differentiated span by span with respect to the scene's
+//!   variables z, then (∂z/∂θ)ᵀ·g_z over the small scene graph. Each parameter's gradient is
+//!   registered on its tensor, so it flows on into the caller's graph.
 //!
-//! A backward step that runs autodiff itself needs the vendored burn-autodiff's sweep to skip
-//! locked graphs (`vendor/README.md`).
+//! The gradients are those of the tensor stages (the reference) at the parameters' values; the
+//! image is the kernel's (equal to f32 precision, `tests/integration/kernel.rs`). The backward
+//! step runs autodiff of its own, on worker threads, inside the caller's backward pass: the
+//! vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
 
-use super::job::PixelJob;
-use super::{job_image, runs_on, PixelKernel};
+use super::{images_at, PixelKernel};
+use crate::diff::host::Host;
 use crate::error::Result;
-use crate::gradient::scene_vjp;
-use crate::scene::{to_host, Scene, SceneTensors};
-use crate::simulator::Setup;
+use crate::gradient::{scene_graph_vjp, ParamGradient};
+use crate::params::{Params, PARAMETERS};
+use crate::scene::to_host;
+use crate::simulate::RenderOptions;
+use crate::simulator::scenes::Scenes;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::ndarray::NdArrayDevice;
 use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Tensor, TensorData, TensorPrimitive};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// The image `[spixels, fpixels]` of the differentiable scene `st` by `B`'s kernel, on `st`'s
-/// graph; `None` where `B` has no kernel.
-pub fn render_scene<B: PixelKernel, C: CheckpointStrategy>(
-    setup: &Arc<Setup>,
-    host: &Scene,
-    st: &SceneTensors<Autodiff<B, C>>,
-) -> Result<Option<Tensor<Autodiff<B, C>, 2>>> {
-    let exp = &setup.exp;
-    if !runs_on::<B>(exp, 1) {
+/// The parameter slots, in [`PARAMETERS`] order: the parents of each image's operation.
+const SLOTS: usize = PARAMETERS.len();
+
+/// Parameter values by name, as [`Params::values`] lists them.
+type Values = Vec<(&'static str, Vec<f64>)>;
+
+/// Images `[spixels, fpixels]` on a backend's graph.
+type Images<B, C> = Vec<Tensor<Autodiff<B, C>, 2>>;
+
+/// The images `[spixels, fpixels]` of `scenes` at `params` by `B`'s kernel, each on the
+/// parameters' graph; `None` where `B` has no kernel or a launch does not fit.
+pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
+    scenes: &Arc<S>,
+    params: &Params<Autodiff<B, C>>,
+) -> Result<Option<Images<B, C>>> {
+    let values = params.values()?;
+    let device = params.cell.val().device();
+    let Some(images) = images_at::<B, S>(&**scenes, &values, &device)? else {
         return Ok(None);
-    }
-    let z = st.variables();
-    // the scene at z's values, untracked: what the kernel renders now and the backward pass
-    // differentiates later
-    let base = st
-        .clone()
-        .with_variables(z.iter().map(|t| t.clone().detach()).collect());
-    let job = PixelJob::of_scene_tensors(exp, host, &base)?;
-    let image = job_image::<B>(job, exp, &st.coef.device())?.into_primitive().tensor();
-    let z = Tensor::cat(z, 0).into_primitive().tensor();
-    let step = RecomputeBackward::<C>(PhantomData);
-    let out = match <RecomputeBackward<C> as Backward<B, 1>>::prepare::<C>(step, [z.node.clone()])
-        .compute_bound()
-        .stateful()
-    {
-        OpsKind::Tracked(prep) => prep.finish(
-            Recompute {
-                setup: setup.clone(),
-                host: Arc::new(host.clone()),
-                base,
-            },
-            image,
-        ),
-        OpsKind::UnTracked(prep) => prep.finish(image),
     };
-    Ok(Some(Tensor::from_primitive(TensorPrimitive::Float(out))))
-}
-
-/// The backward step of [`render_scene`].
-#[derive(Debug)]
-struct RecomputeBackward<C>(PhantomData<fn() -> C>);
-
-/// What the backward step recomputes from: the setup, its host scene and the scene at the
-/// forward pass's values (untracked).
-#[derive(Debug, Clone)]
-struct Recompute<B: PixelKernel, C: CheckpointStrategy> {
-    setup: Arc<Setup>,
-    host: Arc<Scene>,
-    base: SceneTensors<Autodiff<B, C>>,
-}
-
-impl<B: PixelKernel, C: CheckpointStrategy> Backward<B, 1> for RecomputeBackward<C> {
-    type State = Recompute<B, C>;
-
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [z] = ops.parents;
-        let cotangent = grads.consume::<B>(&ops.node);
-        let Some(z) = z else {
-            return;
+    let tensors = params.tensors();
+    let present: [bool; SLOTS] = std::array::from_fn(|k| tensors[k].1.is_some());
+    // an absent parameter's slot holds the cell's node (always present) and is skipped by the
+    // backward step
+    let parents = std::array::from_fn::<_, SLOTS, _>(|k| {
+        let t = tensors[k].1.clone().unwrap_or_else(|| params.cell.val());
+        t.into_primitive().tensor().node
+    });
+    let values = Arc::new(values);
+    let on_graph = |(image, pixels): (usize, Tensor<B, 2>)| {
+        let pixels = pixels.into_primitive().tensor();
+        let step = ParamsBackward::<S, C>(PhantomData);
+        let out = match <ParamsBackward<S, C> as Backward<B, SLOTS>>::prepare::<C>(step, parents.clone())
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => prep.finish(
+                HostVjp {
+                    scenes: scenes.clone(),
+                    values: values.clone(),
+                    image,
+                    present,
+                },
+                pixels,
+            ),
+            OpsKind::UnTracked(prep) => prep.finish(pixels),
         };
-        // a backward step has no way to report an error; a readback cannot fail on a live
-        // device
-        let g_z = ops
-            .state
-            .scene_gradient(cotangent)
-            .expect("the tensor stages' vector–Jacobian product of the kernel's image");
-        grads.register::<B>(z.id, g_z);
+        Tensor::from_primitive(TensorPrimitive::Float(out))
+    };
+    Ok(Some(images.into_iter().enumerate().map(on_graph).collect()))
+}
+
+/// The backward step of one image of [`render_params`].
+#[derive(Debug)]
+struct ParamsBackward<S, C>(PhantomData<fn() -> (S, C)>);
+
+/// What the backward step differentiates: the image `image` of `scenes` at the parameter
+/// `values`; `present[k]`: whether slot k of [`PARAMETERS`] is a parameter of the simulator.
+#[derive(Debug)]
+struct HostVjp<S> {
+    scenes: Arc<S>,
+    values: Arc<Values>,
+    image: usize,
+    present: [bool; SLOTS],
+}
+
+impl<S> Clone for HostVjp<S> {
+    fn clone(&self) -> Self {
+        Self {
+            scenes: self.scenes.clone(),
+            values: self.values.clone(),
+            ..*self
+        }
     }
 }
 
-impl<B: PixelKernel, C: CheckpointStrategy> Recompute<B, C> {
-    /// g_z = Σ_p w_p·∂I_p/∂z `[Σ|z|]` (z concatenated) for the weights w = ∂L/∂I
-    /// `[spixels, fpixels]`, through the tensor stages.
-    fn scene_gradient(&self, cotangent: FloatTensor<B>) -> Result<FloatTensor<B>> {
+impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for ParamsBackward<S, C> {
+    type State = HostVjp<S>;
+
+    fn backward(self, ops: Ops<Self::State, SLOTS>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let cotangent = grads.consume::<B>(&ops.node);
+        if ops.parents.iter().all(Option::is_none) {
+            return;
+        }
+        let device = B::float_device(&cotangent);
+        // a backward step has no way to report an error; a readback cannot fail on a live
+        // device, and the values were read from these very parameters
+        let gradients = ops
+            .state
+            .gradients::<B>(cotangent)
+            .expect("the tensor stages' vector–Jacobian product of the kernel's image");
+        let slots = ops.parents.iter().zip(ops.state.present).zip(PARAMETERS);
+        for ((parent, present), (name, _)) in slots {
+            let (Some(parent), true) = (parent, present) else {
+                continue;
+            };
+            let g = gradients.iter().find(|g| g.name == name).map(|g| g.values.clone());
+            let g = g.expect("a gradient for every present parameter");
+            let n = g.len();
+            let g = Tensor::<B, 1>::from_data(TensorData::new(g, [n]), &device);
+            grads.register::<B>(parent.id, g.into_primitive().tensor());
+        }
+    }
+}
+
+impl<S: Scenes> HostVjp<S> {
+    /// Σ_p w_p·∂I_p/∂θ for every parameter, w = ∂L/∂I `[spixels, fpixels]` the cotangent, by
+    /// the tensor stages on the host.
+    fn gradients<B: Backend>(&self, cotangent: FloatTensor<B>) -> Result<Vec<ParamGradient>> {
         let w = to_host(Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(cotangent)))?;
         // the weights of a chunk's rendered pixels (indices fast-major over the detector)
         let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| w[p as usize]).collect());
-        let device = self.base.coef.device();
-        let Setup { exp, options, .. } = &*self.setup;
-        let vjp = scene_vjp::<Autodiff<B, C>>(exp, &self.host, &self.base, &weigh, options, &device)?;
-        let g_z = vjp.scene_grad.concat();
-        let n = g_z.len();
-        Ok(Tensor::<B, 1>::from_data(TensorData::new(g_z, [n]), &device)
-            .into_primitive()
-            .tensor())
+        let device = NdArrayDevice::Cpu;
+        let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;
+        let graph = self.scenes.scenes(&params).swap_remove(self.image);
+        let (setup, host) = self.scenes.images()[self.image];
+        // the CPU engine's chunking and threads, within the simulator's memory budget
+        let options = RenderOptions {
+            memory_budget: setup.options.memory_budget,
+            ..RenderOptions::default()
+        };
+        crate::workers::tune_process();
+        let vjp = scene_graph_vjp(&setup.exp, host, &params, graph, &weigh, &options, &device)?;
+        Ok(vjp.gradients)
     }
 }

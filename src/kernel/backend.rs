@@ -6,14 +6,15 @@
 //! * `Fusion<B>`: registers the two launches as one `CustomOpIr` in burn-fusion's stream, run
 //!   by `B`'s implementation ([`super::fusion`]).
 //! * burn-ndarray: no kernel; the tensor stages render (the reference).
-//! * `Autodiff<B>`: no kernel for packed inputs; a differentiable scene
-//!   ([`PixelKernel::render_scene`], `Simulator::forward`) renders with `B`'s kernel, and its
-//!   backward pass recomputes through the tensor stages ([`super::autodiff`]).
+//! * `Autodiff<B>`: no kernel for packed inputs; a simulator's parameters
+//!   ([`PixelKernel::render_params`], `Simulator::forward`) render with `B`'s kernel, and the
+//!   image's backward pass is the tensor stages' vector–Jacobian product on the host
+//!   ([`super::autodiff`]).
 
 use super::job::Switches;
 use crate::error::Result;
-use crate::scene::{Scene, SceneTensors};
-use crate::simulator::Setup;
+use crate::params::Params;
+use crate::simulator::scenes::Scenes;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::{
     FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
@@ -108,13 +109,17 @@ pub trait PixelKernel: Backend {
         None
     }
 
-    /// The image `[spixels, fpixels]` (photons) of a differentiable scene `st` by the kernel,
-    /// [`crate::Simulator::forward`]'s fast path; `host` is [`Scene::new`] of the setup's
-    /// experiment. On an autodiff backend the image is on the scene's graph and its backward
-    /// pass recomputes through the tensor stages ([`super::autodiff`]). `None` where this
+    /// The images `[spixels, fpixels]` (photons) of `scenes` at `params` by the kernel,
+    /// [`crate::Simulator::forward`]'s fast path: the parameters' values are read back and the
+    /// scenes evaluated from them on the host ([`super::images_at`]). On an autodiff backend
+    /// each image is one operation of the parameters' graph whose backward pass is the tensor
+    /// stages' vector–Jacobian product on the host ([`super::autodiff`]). `None` where this
     /// backend has no kernel (the caller renders with the tensor stages).
-    fn render_scene(setup: &Arc<Setup>, host: &Scene, st: &SceneTensors<Self>) -> Result<Option<Tensor<Self, 2>>> {
-        super::scene_image(&setup.exp, host, st)
+    fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
+        if !Self::has_pixel_kernel() {
+            return Ok(None);
+        }
+        super::images_at::<Self, S>(&**scenes, &params.values()?, &params.cell.val().device())
     }
 }
 
@@ -126,11 +131,11 @@ where
 }
 
 /// An autodiff backend has no kernel of its own for [`PixelKernel::render_pixels`] (the
-/// engines render with it only for gradients, through the tensor stages); a differentiable
-/// scene renders with the inner backend's kernel, its backward pass recomputing through the
-/// tensor stages.
+/// engines render with it only for gradients, through the tensor stages); a simulator's
+/// parameters render with the inner backend's kernel, the backward pass taking the tensor
+/// stages' vector–Jacobian product on the host.
 impl<B: PixelKernel, C: CheckpointStrategy> PixelKernel for Autodiff<B, C> {
-    fn render_scene(setup: &Arc<Setup>, host: &Scene, st: &SceneTensors<Self>) -> Result<Option<Tensor<Self, 2>>> {
-        super::autodiff::render_scene::<B, C>(setup, host, st)
+    fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
+        super::autodiff::render_params::<B, C, S>(scenes, params)
     }
 }

@@ -29,11 +29,15 @@ pub mod trig;
 pub use backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
 pub use job::{PixelJob, Switches};
 
+use crate::diff::host::Host;
 use crate::error::{Error, Result};
 use crate::output::Statistics;
-use crate::scene::{Scene, SceneTensors};
+use crate::params::Params;
+use crate::scene::Scene;
 use crate::setup::Experiment;
 use crate::simulate::Image;
+use crate::simulator::scenes::Scenes;
+use burn::backend::ndarray::NdArrayDevice;
 use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
 use layout::PARTIAL_WIDTH;
 
@@ -63,19 +67,35 @@ pub fn runs_on<B: PixelKernel>(exp: &Experiment, shots: usize) -> bool {
     B::has_pixel_kernel() && fits
 }
 
-/// The image `[spixels, fpixels]` (photons) of a differentiable scene's values, rendered by
-/// the kernel and left on the device, untracked; `None` where `B` has no kernel (see
-/// [`PixelKernel::render_scene`]).
-pub fn scene_image<B: PixelKernel>(
-    exp: &Experiment,
-    host: &Scene,
-    st: &SceneTensors<B>,
-) -> Result<Option<Tensor<B, 2>>> {
-    if !runs_on::<B>(exp, 1) {
+/// The images `[spixels, fpixels]` (photons) of `scenes` at the parameter `values` (as
+/// [`Params::values`] lists them), rendered by the kernel and left on `device`, untracked: the
+/// scenes are evaluated on the host in f64 ([`Host`]) and packed for the kernel, so the device
+/// runs the kernel launches alone. `None` where `B` has no kernel, a launch does not fit, or
+/// the process renders on the CPU in f32 (the CPU device's dtype is fixed per process: the
+/// caller then renders with the tensor stages on its own device).
+pub fn images_at<B: PixelKernel, S: Scenes>(
+    scenes: &S,
+    values: &[(&'static str, Vec<f64>)],
+    device: &B::Device,
+) -> Result<Option<Vec<Tensor<B, 2>>>> {
+    let images = scenes.images();
+    if !B::has_pixel_kernel() || !images.iter().all(|(setup, _)| runs_on::<B>(&setup.exp, 1)) {
         return Ok(None);
     }
-    let job = PixelJob::of_scene_tensors(exp, host, st)?;
-    job_image::<B>(job, exp, &st.coef.device()).map(Some)
+    let cpu = NdArrayDevice::Cpu;
+    if crate::engine::init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+        return Ok(None);
+    }
+    let params = Params::<Host>::from_values(values, &cpu)?;
+    images
+        .iter()
+        .zip(scenes.scenes(&params))
+        .map(|((setup, host), st)| {
+            let job = PixelJob::of_scene_tensors(&setup.exp, host, &st)?;
+            job_image::<B>(job, &setup.exp, device)
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }
 
 /// The image `[spixels, fpixels]` of a one-shot job, left on the device (C's tricubic

@@ -38,7 +38,9 @@ use burn::tensor::{backend::Backend, Tensor};
 use std::sync::Arc;
 
 mod panels;
+pub mod scenes;
 pub use panels::{PanelSetup, PanelSimulator};
+use scenes::{OneImage, Scenes};
 
 /// Elements per `[samples, orientations]` intermediate of one chunk of [`Simulator::forward`]
 /// (the memory budget caps it further): large, because the whole graph of a differentiable
@@ -121,7 +123,9 @@ impl<B: PixelKernel> Simulator<B> {
     }
 
     /// The same simulator rendering in chunks planned from `options` (memory budget, chunk
-    /// cap); threads and progress are not used by [`Simulator::forward`].
+    /// cap); threads and progress are not used by [`Simulator::forward`]. (The backward pass of
+    /// a kernel's image runs on the host's worker pool, `OMP_NUM_THREADS` else the cores, within
+    /// `options.memory_budget`.)
     pub fn with_options(self, options: RenderOptions) -> Self {
         let Setup { cfg, exp, .. } = &*self.setup;
         Self {
@@ -156,17 +160,18 @@ impl<B: PixelKernel> Simulator<B> {
     /// [`Params::replace`]); gradients flow back into them.
     ///
     /// Where the backend has the one-kernel render ([`PixelKernel`]: the wgpu backends, and
-    /// autodiff over them) and `options.pixel_kernel` is on (the default), the image is the
-    /// kernel's and its backward pass recomputes through the tensor stages; otherwise the
-    /// tensor stages render, span by span, on the caller's graph. A readback of the scene's
-    /// values that fails falls back to the tensor stages.
+    /// autodiff over them) and `options.pixel_kernel` is on (the default), the parameters'
+    /// values are read back, the scene is evaluated from them on the host in f64 and the
+    /// image is the kernel's: one operation of the caller's graph whose parents are the
+    /// parameter tensors, its backward pass the vector–Jacobian product of the tensor stages
+    /// on the CPU (`docs/gradients.md`). Otherwise the tensor stages render, span by span, on
+    /// the caller's graph. A readback that fails falls back to the tensor stages.
     pub fn forward_with(&self, params: &Params<B>) -> Tensor<B, 2> {
-        let Setup { cfg, exp, .. } = &*self.setup;
-        let device = params.cell.val().device();
-        let host = Scene::new(exp);
-        // the constants from the one host scene (Params::scene would lay it out again)
-        let scene = params.scene_with(cfg, exp, &SceneTensors::new(&host, exp, &device), &device);
-        render(&self.setup, &host, &scene)
+        let one = Arc::new(OneImage {
+            setup: self.setup.clone(),
+            host: Scene::new(&self.setup.exp),
+        });
+        render(&one, params).pop().expect("one image")
     }
 }
 
@@ -181,17 +186,29 @@ pub(crate) fn forward_options() -> RenderOptions {
     }
 }
 
-/// The image `[spixels, fpixels]` of the differentiable scene `scene` of `setup` (whose host
-/// scene is `host`), on `scene`'s graph: by `B`'s kernel where it has one and
-/// `options.pixel_kernel` is on, else (or where reading the scene's values back fails) by the
-/// tensor stages, span by span on the caller's thread.
-pub(crate) fn render<B: PixelKernel>(setup: &Arc<Setup>, host: &Scene, scene: &SceneTensors<B>) -> Tensor<B, 2> {
-    let Setup { exp, options, .. } = &**setup;
-    if options.pixel_kernel {
-        if let Ok(Some(image)) = B::render_scene(setup, host, scene) {
-            return image;
+/// The images `[spixels, fpixels]` of `scenes` at `params`, on `params`' graph: by `B`'s kernel
+/// from the scenes' values evaluated on the host ([`PixelKernel::render_params`]) where it has
+/// one and every image's `options.pixel_kernel` is on, else (or where reading the parameters
+/// back fails) by the tensor stages from the scenes built on `B`, span by span on the caller's
+/// thread.
+pub(crate) fn render<B: PixelKernel, S: Scenes>(scenes: &Arc<S>, params: &Params<B>) -> Vec<Tensor<B, 2>> {
+    let images = scenes.images();
+    if images.iter().all(|(setup, _)| setup.options.pixel_kernel) {
+        if let Ok(Some(images)) = B::render_params(scenes, params) {
+            return images;
         }
     }
+    images
+        .into_iter()
+        .zip(scenes.scenes(params))
+        .map(|((setup, host), scene)| render_stages(setup, host, &scene))
+        .collect()
+}
+
+/// The image `[spixels, fpixels]` of the differentiable scene `scene` of `setup` (whose host
+/// scene is `host`) by the tensor stages, span by span on the caller's thread and graph.
+fn render_stages<B: Backend>(setup: &Setup, host: &Scene, scene: &SceneTensors<B>) -> Tensor<B, 2> {
+    let Setup { exp, options, .. } = setup;
     let device = scene.coef.device();
     let (spans, block) = spans(exp, host, options, 8);
     // one span after another, each left on the device and on the caller's graph; C's

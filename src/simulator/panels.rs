@@ -24,6 +24,7 @@
 //!
 //! See `docs/embedding.md` and `docs/panels.md`.
 
+use super::scenes::Scenes;
 use super::{forward_options, render, Setup};
 use crate::cli::{parse_args, Parsed};
 use crate::config::SimConfig;
@@ -197,7 +198,19 @@ impl<B: PixelKernel> PanelSimulator<B> {
     /// shared by the panels; each panel's detector is its file position moved by its group's
     /// motion, and it renders as [`super::Simulator::forward_with`] does.
     pub fn forward_with(&self, params: &Params<B>) -> Vec<Tensor<B, 2>> {
-        let s = &*self.setup;
+        render(&self.setup, params)
+    }
+}
+
+impl Scenes for PanelSetup {
+    fn images(&self) -> Vec<(&Arc<Setup>, &Scene)> {
+        self.panels.iter().map(|(setup, host)| (setup, host)).collect()
+    }
+
+    /// The crystal's and the beam's part of the scene is built once and shared by the panels;
+    /// each panel's detector is its file position moved by its group's motion.
+    fn scenes<K: Backend>(&self, params: &Params<K>) -> Vec<SceneTensors<K>> {
+        let s = self;
         let groups = s.frames.len();
         let motions = match &params.panel_motions {
             Some(m) => m.val().reshape([groups, 6]),
@@ -217,7 +230,7 @@ impl<B: PixelKernel> PanelSimulator<B> {
             &SceneTensors::new(first_host, &first.exp, &device),
             &device,
         );
-        let moves: Vec<RigidMotion<B>> = s
+        let moves: Vec<RigidMotion<K>> = s
             .frames
             .iter()
             .enumerate()
@@ -233,14 +246,13 @@ impl<B: PixelKernel> PanelSimulator<B> {
         s.panels
             .iter()
             .zip(&s.group_of)
-            .map(|((setup, host), &g)| {
+            .map(|((setup, _), &g)| {
                 let at_file = DetectorTensors::constant(&setup.exp.detector, &motions);
-                let scene = SceneTensors {
+                SceneTensors {
                     rendered: rendered_positions(&setup.exp, &device),
                     ..shared.clone()
                 }
-                .with_detector(moves[g].detector(at_file, s.beam));
-                render(setup, host, &scene)
+                .with_detector(moves[g].detector(at_file, s.beam))
             })
             .collect()
     }

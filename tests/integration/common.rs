@@ -113,17 +113,23 @@ pub fn sum_ratio(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// The CPU device with f64 as its float dtype, set once per test binary (burn fixes a device's
-/// dtype per process, so f64 tests must not share a binary with f32 ones).
+/// dtype per process, so f64 tests must not share a binary with f32 ones). Another test may
+/// have fixed it first (a simulator on wgpu evaluates its scene on the CPU in f64, the CPU
+/// engines fix it too): it must then be f64.
 pub fn f64_device() -> burn::backend::ndarray::NdArrayDevice {
+    use burn::backend::ndarray::NdArray;
+    use burn::tensor::{DType, Tensor, TensorData};
     static INIT: std::sync::Once = std::sync::Once::new();
     let d = burn::backend::ndarray::NdArrayDevice::Cpu;
     INIT.call_once(|| {
-        burn::tensor::set_default_dtypes::<burn::backend::ndarray::NdArray<f64>>(
-            &d,
-            burn::tensor::DType::F64,
-            burn::tensor::DType::I64,
-        )
-        .expect("f64 is available on the CPU")
+        if burn::tensor::set_default_dtypes::<NdArray<f64>>(&d, DType::F64, DType::I64).is_err() {
+            let probe = Tensor::<NdArray<f64>, 1>::from_data(TensorData::new(vec![0.5f64], [1]), &d);
+            assert_eq!(
+                probe.dtype(),
+                DType::F64,
+                "the CPU device's float dtype was fixed before the f64 tests"
+            );
+        }
     });
     d
 }
