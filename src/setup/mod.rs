@@ -296,7 +296,7 @@ impl Experiment {
 
         if Vec::<Mat3>::new().try_reserve_exact(domains).is_err() {
             return Err(Error::flag(
-                "-mosaic_domains",
+                MOSAIC_DOMAINS_FLAGS,
                 format!("cannot allocate {domains} mosaic domains"),
             ));
         }
@@ -441,6 +441,9 @@ pub const MAX_AUTO_OVERSAMPLE: usize = 32;
 
 /// The flags that set the number of unit cells, for naming in errors.
 pub const N_FLAGS: &str = "-N (or -Na, -Nb, -Nc, -samplesize, -sample_x, -sample_y, -sample_z)";
+
+/// The flag that sets the mosaic domains, both spellings, for naming in errors.
+pub const MOSAIC_DOMAINS_FLAGS: &str = "-mosaic_dom (or -mosaic_domains)";
 
 /// The flags that set the divergence grid, for naming in errors.
 pub const DIVERGENCE_FLAGS: &str =

@@ -121,7 +121,7 @@ fn terms(d: &Demand) -> Vec<Term> {
         bytes: mul(&[d.sources, std::mem::size_of::<Source>()]),
     });
     out.push(Term {
-        flag: "-mosaic_domains",
+        flag: crate::setup::MOSAIC_DOMAINS_FLAGS,
         what: format!("{} mosaic domains", d.domains),
         bytes: mul(&[d.domains, std::mem::size_of::<Mat3>()]),
     });
@@ -129,7 +129,7 @@ fn terms(d: &Demand) -> Vec<Term> {
     let orientation_flag = if d.phi_steps >= d.domains && d.phi_steps >= d.sources {
         "-phisteps (or -osc, -phistep)"
     } else if d.domains >= d.sources {
-        "-mosaic_domains"
+        crate::setup::MOSAIC_DOMAINS_FLAGS
     } else {
         source_flag
     };
@@ -261,7 +261,7 @@ mod tests {
                 domains: huge,
                 ..small()
             }),
-            "-mosaic_domains"
+            crate::setup::MOSAIC_DOMAINS_FLAGS
         );
         assert_eq!(
             flag_of(Demand {
