@@ -51,6 +51,10 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
     scenes: &Arc<S>,
     params: &Params<Autodiff<B, C>>,
 ) -> Result<Option<Images<B, C>>> {
+    // no readback where there is no kernel (a CPU simulator's every forward pass)
+    if !B::has_pixel_kernel() {
+        return Ok(None);
+    }
     let values = params.values()?;
     let device = params.cell.val().device();
     let Some(images) = images_at::<B, S>(&**scenes, &values, &device)? else {

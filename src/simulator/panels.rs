@@ -210,8 +210,7 @@ impl Scenes for PanelSetup {
     /// The crystal's and the beam's part of the scene is built once and shared by the panels;
     /// each panel's detector is its file position moved by its group's motion.
     fn scenes<K: Backend>(&self, params: &Params<K>) -> Vec<SceneTensors<K>> {
-        let s = self;
-        let groups = s.frames.len();
+        let groups = self.frames.len();
         let motions = match &params.panel_motions {
             Some(m) => m.val().reshape([groups, 6]),
             None => params
@@ -222,7 +221,7 @@ impl Scenes for PanelSetup {
                 .repeat_dim(0, groups * 6)
                 .reshape([groups, 6]),
         };
-        let (first, first_host) = &s.panels[0];
+        let (first, first_host) = &self.panels[0];
         let device = params.cell.val().device();
         let shared = params.scene_with(
             &first.cfg,
@@ -230,7 +229,7 @@ impl Scenes for PanelSetup {
             &SceneTensors::new(first_host, &first.exp, &device),
             &device,
         );
-        let moves: Vec<RigidMotion<K>> = s
+        let moves: Vec<RigidMotion<K>> = self
             .frames
             .iter()
             .enumerate()
@@ -239,20 +238,20 @@ impl Scenes for PanelSetup {
                     motions.clone().narrow(0, g, 1).reshape([6]),
                     f.centre,
                     f.axes,
-                    s.shift_axes,
+                    self.shift_axes,
                 )
             })
             .collect();
-        s.panels
+        self.panels
             .iter()
-            .zip(&s.group_of)
+            .zip(&self.group_of)
             .map(|((setup, _), &g)| {
                 let at_file = DetectorTensors::constant(&setup.exp.detector, &motions);
                 SceneTensors {
                     rendered: rendered_positions(&setup.exp, &device),
                     ..shared.clone()
                 }
-                .with_detector(moves[g].detector(at_file, s.beam))
+                .with_detector(moves[g].detector(at_file, self.beam))
             })
             .collect()
     }
