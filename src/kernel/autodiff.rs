@@ -154,7 +154,7 @@ impl<S: Scenes> HostVjp<S> {
         let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| w[p as usize]).collect());
         let device = NdArrayDevice::Cpu;
         let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;
-        let graph = self.scenes.scenes(&params).swap_remove(self.image);
+        let graph = self.scenes.scene(&params, self.image);
         let (setup, host) = self.scenes.images()[self.image];
         // the CPU engine's chunking and threads, within the simulator's memory budget
         let options = RenderOptions {

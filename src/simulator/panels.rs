@@ -210,6 +210,18 @@ impl Scenes for PanelSetup {
     /// The crystal's and the beam's part of the scene is built once and shared by the panels;
     /// each panel's detector is its file position moved by its group's motion.
     fn scenes<K: Backend>(&self, params: &Params<K>) -> Vec<SceneTensors<K>> {
+        self.panel_scenes(params, 0..self.panels.len())
+    }
+
+    fn scene<K: Backend>(&self, params: &Params<K>, image: usize) -> SceneTensors<K> {
+        self.panel_scenes(params, image..image + 1).swap_remove(0)
+    }
+}
+
+impl PanelSetup {
+    /// The scenes of the panels `which` at `params`: the crystal's and the beam's part built
+    /// once, then each panel's detector moved by its group's motion.
+    fn panel_scenes<K: Backend>(&self, params: &Params<K>, which: std::ops::Range<usize>) -> Vec<SceneTensors<K>> {
         let groups = self.frames.len();
         let motions = match &params.panel_motions {
             Some(m) => m.val().reshape([groups, 6]),
@@ -229,29 +241,31 @@ impl Scenes for PanelSetup {
             &SceneTensors::new(first_host, &first.exp, &device),
             &device,
         );
-        let moves: Vec<RigidMotion<K>> = self
-            .frames
-            .iter()
-            .enumerate()
-            .map(|(g, f)| {
-                RigidMotion::new(
-                    motions.clone().narrow(0, g, 1).reshape([6]),
-                    f.centre,
-                    f.axes,
-                    self.shift_axes,
-                )
+        // each needed group's motion once, however many of its panels are asked for
+        let needed: std::collections::BTreeSet<usize> = which.clone().map(|i| self.group_of[i]).collect();
+        let moves: Vec<Option<RigidMotion<K>>> = (0..groups)
+            .map(|g| {
+                let f = &self.frames[g];
+                needed.contains(&g).then(|| {
+                    let motion = motions.clone().narrow(0, g, 1).reshape([6]);
+                    RigidMotion::new(motion, f.centre, f.axes, self.shift_axes)
+                })
             })
             .collect();
-        self.panels
-            .iter()
-            .zip(&self.group_of)
-            .map(|((setup, _), &g)| {
+        which
+            .map(|i| {
+                let (setup, _) = &self.panels[i];
                 let at_file = DetectorTensors::constant(&setup.exp.detector, &motions);
                 SceneTensors {
                     rendered: rendered_positions(&setup.exp, &device),
                     ..shared.clone()
                 }
-                .with_detector(moves[g].detector(at_file, self.beam))
+                .with_detector(
+                    moves[self.group_of[i]]
+                        .as_ref()
+                        .expect("a motion for every needed group")
+                        .detector(at_file, self.beam),
+                )
             })
             .collect()
     }

@@ -19,7 +19,13 @@ pub trait Scenes: std::fmt::Debug + Send + Sync + 'static {
     fn images(&self) -> Vec<(&Arc<Setup>, &Scene)>;
 
     /// Each image's scene at `params`, on their device and graph, in image order.
-    fn scenes<K: Backend>(&self, params: &Params<K>) -> Vec<SceneTensors<K>>;
+    fn scenes<K: Backend>(&self, params: &Params<K>) -> Vec<SceneTensors<K>> {
+        (0..self.images().len()).map(|i| self.scene(params, i)).collect()
+    }
+
+    /// Image `image`'s scene at `params` alone (what a backward step of that image needs),
+    /// building no other image's part.
+    fn scene<K: Backend>(&self, params: &Params<K>, image: usize) -> SceneTensors<K>;
 }
 
 /// One image of one detector: [`super::Simulator`]'s scene.
@@ -34,11 +40,11 @@ impl Scenes for OneImage {
         vec![(&self.setup, &self.host)]
     }
 
-    fn scenes<K: Backend>(&self, params: &Params<K>) -> Vec<SceneTensors<K>> {
+    fn scene<K: Backend>(&self, params: &Params<K>, _image: usize) -> SceneTensors<K> {
         let Setup { cfg, exp, .. } = &*self.setup;
         let device = params.cell.val().device();
         // the constants from the one host scene (Params::scene would lay it out again)
         let constants = SceneTensors::new(&self.host, exp, &device);
-        vec![params.scene_with(cfg, exp, &constants, &device)]
+        params.scene_with(cfg, exp, &constants, &device)
     }
 }

@@ -274,3 +274,61 @@ fn vector_jacobian_products_with_kept_parameters_equal_the_serial_ones() {
         mismatches.join("\n")
     );
 }
+
+/// The pattern that lost gradients when nanobragg was built against burn-autodiff 0.21.0 as
+/// released (a crate depending on nanobragg without the `[patch]` entries, before `build.rs`
+/// refused that build): eight threads, each keeping one `Params` whose tensors enter every
+/// round's graph themselves (the scene is built from them and differentiated through
+/// `gradient::scene_graph_vjp`, as `image_vjp` once did), two workers per product and many
+/// small spans, mosaic and φ. Unpatched, 7 to 9 products in 120 came back with `misset` or
+/// `detector_rotation` exactly 0 (`vendor/README.md`); each must equal the product computed
+/// alone, bit for bit.
+#[test]
+fn scene_graph_products_with_kept_parameter_tensors_equal_the_serial_ones() {
+    use nanobragg::gradient::scene_graph_vjp;
+    use nanobragg::scene::Scene;
+    use nanobragg::Params;
+    let args = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 \
+                -distance 80 -pixel 0.4 -detpixels 24 -detector_rotx 2 -detector_roty 1 \
+                -twotheta 3 -mosaic 0.5 -mosaic_dom 3 -phi 5 -osc 2 -phisteps 2 -polar 0.8 \
+                -oversample 1";
+    let (cfg, exp) = common::experiment(&args.split_whitespace().collect::<Vec<_>>(), None);
+    let host = Scene::new(&exp);
+    let ones = |pixels: &[u32], _: &[f64]| (0.0, vec![1.0; pixels.len()]);
+    let product = |params: &Params<Ad>| -> Vec<u64> {
+        let graph = params.scene(&cfg, &exp, &dev());
+        let vjp = scene_graph_vjp(&exp, &host, params, graph, &ones, &options(), &dev()).unwrap();
+        let mut out: Vec<u64> = vjp.image.data.iter().map(|x| x.to_bits() as u64).collect();
+        out.extend(vjp.gradients.iter().flat_map(|g| g.values.iter().map(|v| v.to_bits())));
+        out
+    };
+    let reference = product(&Params::new(&cfg, &exp, &dev()));
+    let rounds = 5 * rounds();
+    let mismatches = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (product, reference, mismatches, cfg, exp) = (&product, &reference, &mismatches, &cfg, &exp);
+            scope.spawn(move || {
+                let params = Params::<Ad>::new(cfg, exp, &dev());
+                for round in 0..rounds {
+                    let got = product(&params);
+                    if &got != reference {
+                        let differ = got.iter().zip(reference).filter(|(a, b)| a != b).count();
+                        mismatches.lock().unwrap().push(format!(
+                            "thread {t} round {round}: {differ} of {} values differ",
+                            got.len()
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    let mismatches = mismatches.into_inner().unwrap();
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} concurrent products differ from the serial ones:\n{}",
+        mismatches.len(),
+        THREADS * rounds,
+        mismatches.join("\n")
+    );
+}

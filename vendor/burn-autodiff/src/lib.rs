@@ -34,6 +34,14 @@ mod backend;
 
 pub(crate) mod runtime;
 
+#[cfg(feature = "std")]
+pub(crate) mod chaos;
+#[cfg(not(feature = "std"))]
+pub(crate) mod chaos {
+    #[inline]
+    pub(crate) fn pause() {}
+}
+
 pub use backend::*;
 
 /// A facade around for HashMap and HashSet.

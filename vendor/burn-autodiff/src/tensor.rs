@@ -174,6 +174,7 @@ impl<B: Backend> AutodiffTensor<B> {
         step_that_created_the_tensor: S,
         actions: CheckpointerBuilder,
     ) -> Self {
+        crate::chaos::pause();
         self.node.client.register(
             self.rc.clone(),
             Box::new(step_that_created_the_tensor),

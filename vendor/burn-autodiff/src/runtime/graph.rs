@@ -136,6 +136,7 @@ impl AutodiffClient for GraphMutexClient {
         let node_id = *node_id_ref;
         loop {
             let graph = GraphMutexClient::graph(node_id, step.parents());
+            crate::chaos::pause();
             let mut state = graph.state.lock();
             // merged away between the lookup and the lock: look up again (nanobragg patch)
             if state.retired {
@@ -149,7 +150,9 @@ impl AutodiffClient for GraphMutexClient {
     #[cfg(not(feature = "distributed"))]
     fn backward<B: Backend>(&self, root: AutodiffTensor<B>) -> Gradients {
         let (graph, tape) = take_tape(root.node.id);
+        crate::chaos::pause();
         let (grads, consumed) = tape.execute::<B>(root.node, root.primitive);
+        crate::chaos::pause();
         finish_backward(graph, &consumed);
         grads
     }
@@ -157,7 +160,9 @@ impl AutodiffClient for GraphMutexClient {
     #[cfg(feature = "distributed")]
     fn backward<B: DistributedBackend>(&self, root: AutodiffTensor<B>) -> Gradients {
         let (graph, tape) = take_tape(root.node.id);
+        crate::chaos::pause();
         let (grads, consumed) = tape.execute::<B>(root.node, root.primitive);
+        crate::chaos::pause();
         finish_backward(graph, &consumed);
         grads
     }
@@ -172,6 +177,7 @@ impl AutodiffClient for GraphMutexClient {
 fn take_tape(root: NodeId) -> (Arc<Graph>, Tape) {
     loop {
         let graph = GraphMutexClient::graph(root, &[]);
+        crate::chaos::pause();
         let mut state = graph.state.lock();
         // merged away between the lookup and the lock: look up again
         if state.retired {
@@ -195,8 +201,10 @@ fn finish_backward(graph: Arc<Graph>, consumed: &[NodeId]) {
         }
         break state.server.cleanup::<FreedNodes>(consumed);
     };
+    crate::chaos::pause();
     drop(removed);
     freed.remove_entries();
+    crate::chaos::pause();
     GraphCleaner::cleanup_orphaned_entries();
 }
 
@@ -253,7 +261,9 @@ impl GraphCleaner {
 
         let mut should_remove = Vec::new();
         let mut removed = Vec::new();
+        crate::chaos::pause();
         for graph in graphs.iter() {
+            crate::chaos::pause();
             // A graph whose lock is held is skipped: its own backward pass is running (perhaps
             // on this very thread, when a step differentiates a graph of its own, as a
             // recomputing backward does) or an operation is being registered in it. Waiting
@@ -273,6 +283,7 @@ impl GraphCleaner {
         }
         // the freed steps (and the tensors they saved) go with no graph's lock held
         drop(removed);
+        crate::chaos::pause();
 
         if !should_remove.is_empty() {
             let mut dropped = Vec::new();
