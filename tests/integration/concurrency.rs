@@ -243,36 +243,9 @@ fn vector_jacobian_products_with_kept_parameters_equal_the_serial_ones() {
         .enumerate()
         .map(|(i, s)| job(s, &Params::new(&s.0, &s.1, &dev()), i == 0))
         .collect();
-    let rounds = 5 * rounds();
-    let mismatches = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for t in 0..THREADS {
-            let (setups, reference, mismatches, job, configs) = (&setups, &reference, &mismatches, &job, &configs);
-            scope.spawn(move || {
-                let c = t % 2;
-                let params = Params::<Ad>::new(&setups[c].0, &setups[c].1, &dev());
-                for round in 0..rounds {
-                    let got = job(&setups[c], &params, c == 0);
-                    if got != reference[c] {
-                        let differ = got.iter().zip(&reference[c]).filter(|(a, b)| a != b).count();
-                        mismatches.lock().unwrap().push(format!(
-                            "thread {t} round {round}: {}: {differ} of {} values differ",
-                            configs[c].name,
-                            got.len()
-                        ));
-                    }
-                }
-            });
-        }
-    });
-    let mismatches = mismatches.into_inner().unwrap();
-    assert!(
-        mismatches.is_empty(),
-        "{} of {} concurrent products differ from the serial ones:\n{}",
-        mismatches.len(),
-        THREADS * rounds,
-        mismatches.join("\n")
-    );
+    let cases: Vec<(&str, Vec<u64>)> = configs.iter().map(|c| c.name).zip(reference).collect();
+    let kept = |c: usize| Params::<Ad>::new(&setups[c].0, &setups[c].1, &dev());
+    kept_parameters_equal_the_serial_ones(&cases, kept, |c, params| job(&setups[c], params, c == 0));
 }
 
 /// The pattern that lost gradients when nanobragg was built against burn-autodiff 0.21.0 as
@@ -302,20 +275,34 @@ fn scene_graph_products_with_kept_parameter_tensors_equal_the_serial_ones() {
         out.extend(vjp.gradients.iter().flat_map(|g| g.values.iter().map(|v| v.to_bits())));
         out
     };
-    let reference = product(&Params::new(&cfg, &exp, &dev()));
+    let cases = [("mosaic and φ", product(&Params::new(&cfg, &exp, &dev())))];
+    let kept = |_: usize| Params::<Ad>::new(&cfg, &exp, &dev());
+    kept_parameters_equal_the_serial_ones(&cases, kept, |_, params| product(params));
+}
+
+/// A refinement on threads: thread t works on case `t % cases.len()`, keeps the `Params`
+/// `kept(case)` made once across 5 × [`rounds`] rounds, and computes `product(case, &params)`
+/// each round, which must equal the case's product computed alone (`cases`: name, bits).
+fn kept_parameters_equal_the_serial_ones(
+    cases: &[(&str, Vec<u64>)],
+    kept: impl Fn(usize) -> nanobragg::Params<Ad> + Sync,
+    product: impl Fn(usize, &nanobragg::Params<Ad>) -> Vec<u64> + Sync,
+) {
     let rounds = 5 * rounds();
     let mismatches = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for t in 0..THREADS {
-            let (product, reference, mismatches, cfg, exp) = (&product, &reference, &mismatches, &cfg, &exp);
+            let (kept, product, mismatches) = (&kept, &product, &mismatches);
             scope.spawn(move || {
-                let params = Params::<Ad>::new(cfg, exp, &dev());
+                let c = t % cases.len();
+                let (name, reference) = &cases[c];
+                let params = kept(c);
                 for round in 0..rounds {
-                    let got = product(&params);
+                    let got = product(c, &params);
                     if &got != reference {
                         let differ = got.iter().zip(reference).filter(|(a, b)| a != b).count();
                         mismatches.lock().unwrap().push(format!(
-                            "thread {t} round {round}: {differ} of {} values differ",
+                            "thread {t} round {round}: {name}: {differ} of {} values differ",
                             got.len()
                         ));
                     }
