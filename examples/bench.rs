@@ -9,8 +9,10 @@
 //!
 //! Options: `--sizes` (detector edge, pixels; default 512,1024), `--engines` (cpu, cpu-f32,
 //! wgpu, wgpu-nofusion; default cpu),
-//! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd, sim, sim-stages; default
-//! fwd and fwdbwd: `fwdbwd` is the binary's vector–Jacobian product, `sim` a
+//! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd, deriv, sim, sim-stages;
+//! default fwd and fwdbwd: `fwdbwd` is the engine's vector–Jacobian product
+//! (`Engine::image_vjp`), `deriv` its derivative images of distance, Xbeam, misset_x and cell_a
+//! (`Engine::derivatives`, K = 4), `sim` a
 //! `Simulator<Autodiff<B>>` gradient step (forward pass, the backward pass of its sum, every
 //! gradient read back), by kernel where the backend has one, `sim-stages` the same with the
 //! tensor stages),
@@ -25,8 +27,8 @@
 //! following ones. C and the `nanobragg` binary are timed as whole processes with the same
 //! flags (`-floatfile` to a temporary directory), interleaved, first run = cold, best of the
 //! rest = warm; `C/ours` divides C's warm process time by ours. For the wgpu engines a further
-//! child counts the kernel launches of a cold and a warm render (mode `fwd`) or gradient step
-//! (mode `sim`) from cubecl's profile log (`CUBECL_DEBUG_OPTION=profile`), the GPU cost one
+//! child counts the kernel launches of a cold and a warm render (mode `fwd`), product (`fwdbwd`),
+//! set of derivative images (`deriv`) or gradient step (mode `sim`) from cubecl's profile log (`CUBECL_DEBUG_OPTION=profile`), the GPU cost one
 //! can measure without a GPU.
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
@@ -35,8 +37,6 @@ use burn::tensor::DType;
 use burn::tensor::ElementConversion;
 use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::engine::{Engine, Precision};
-use nanobragg::gradient::image_vjp;
-use nanobragg::params::Params;
 use nanobragg::{Experiment, PixelKernel, RenderOptions, SimConfig, Simulator};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -45,6 +45,9 @@ use std::time::Instant;
 
 const LIGHT: &str = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -distance 100 -pixel 0.1";
 const HEAVY: &str = "-mosaic 0.5 -mosaic_dom 10 -phisteps 5 -osc 0.5 -oversample 2";
+
+/// The derivative images of mode `deriv` (K = 4).
+const DERIVATIVES: [&str; 4] = ["distance", "Xbeam", "misset_x", "cell_a"];
 
 /// The engines: name → (extra CLI flags of the `nanobragg` binary, runner in this process).
 /// Each runs with its [`Engine::options`] (wgpu: one worker, large chunks), as the binary does.
@@ -133,10 +136,21 @@ fn run<B: nanobragg::PixelKernel>(
         let t = Instant::now();
         let image = match job.mode.as_str() {
             "fwdbwd" => {
-                let params = Params::<Autodiff<B>>::new(&job.cfg, &job.exp, device).map_tensors(|t| t.require_grad());
-                image_vjp(&job.cfg, &job.exp, &params, None, &opts, device)
+                engine
+                    .image_vjp(&job.cfg, &job.exp, None, &opts)
                     .map_err(|e| e.to_string())?
                     .0
+            }
+            "deriv" => {
+                let images = engine
+                    .derivatives(&job.cfg, &job.exp, &DERIVATIVES, &opts)
+                    .map_err(|e| e.to_string())?;
+                times.push(t.elapsed().as_secs_f64());
+                total = images.iter().flat_map(|d| &d.data).map(|&v| v as f64).sum();
+                if let Some(log) = std::env::var_os(COUNT_LAUNCHES) {
+                    launches.push(kernel_launches(Path::new(&log)));
+                }
+                continue;
             }
             "sim" | "sim-stages" => {
                 total = simulator_sum::<B>(job, job.mode == "sim", device)?;
@@ -360,8 +374,10 @@ fn parse(args: &[String]) -> Result<Args, String> {
         engine(e).ok_or_else(|| format!("--engines: unknown engine '{e}' (cpu, cpu-f32, wgpu, wgpu-nofusion)"))?;
     }
     for m in &a.modes {
-        if !["fwd", "fwdbwd", "sim", "sim-stages"].contains(&m.as_str()) {
-            return Err(format!("--modes: unknown mode '{m}' (fwd, fwdbwd, sim, sim-stages)"));
+        if !["fwd", "fwdbwd", "deriv", "sim", "sim-stages"].contains(&m.as_str()) {
+            return Err(format!(
+                "--modes: unknown mode '{m}' (fwd, fwdbwd, deriv, sim, sim-stages)"
+            ));
         }
     }
     for c in &a.configs {
@@ -524,7 +540,7 @@ fn bench(a: &Args) -> Result<(), String> {
                         _ => Value::Null,
                     };
                     let launches = match (e.starts_with("wgpu"), mode.as_str()) {
-                        (true, "fwd" | "sim") => count_launches(&me, e, config, size, mode)?,
+                        (true, "fwd" | "fwdbwd" | "deriv" | "sim") => count_launches(&me, e, config, size, mode)?,
                         _ => Value::Null,
                     };
                     let row = json!({"config": config, "size": size, "engine": e, "what": "render",

@@ -46,7 +46,7 @@ pub struct DerivativeImage {
 }
 
 /// Sizes of the scene's components in [`scene_vector`] order.
-fn layout(orientations: usize) -> [(&'static str, usize); 15] {
+pub(crate) fn layout(orientations: usize) -> [(&'static str, usize); 15] {
     let c = orientations;
     [
         ("basis", 9),
@@ -100,7 +100,7 @@ fn scene_vector<B: Backend>(st: &SceneTensors<B>) -> Tensor<B, 1> {
 
 /// The Jacobian columns ∂z/∂θ_i of the scene vector for `specs` (row-major `[m, width]`; the
 /// columns after the specs' stay 0), by one reverse pass per component of z.
-fn scene_jacobian<AB: AutodiffBackend>(
+pub(crate) fn scene_jacobian<AB: AutodiffBackend>(
     cfg: &SimConfig,
     exp: &Experiment,
     values: &[(String, Vec<f64>)],
@@ -135,7 +135,7 @@ fn probe_width(n: usize) -> usize {
     n.next_multiple_of(2)
 }
 
-fn missing(s: &DerivativeSpec) -> Error {
+pub(crate) fn missing(s: &DerivativeSpec) -> Error {
     Error::flag(
         "-derivative",
         format!("{}: this configuration has no {} parameter", s.name, s.param),

@@ -312,6 +312,12 @@ impl Engine {
         impl BackendTask for Vjp<'_> {
             type Output = (Image, Vec<ParamGradient>);
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
+                // on a GPU, the vector–Jacobian kernel where it covers the configuration
+                if self.opts.pixel_kernel {
+                    if let Some(out) = crate::kernel::vjp::image_vjp::<B>(self.cfg, self.exp, self.weights, device)? {
+                        return Ok(out);
+                    }
+                }
                 let params = Params::<Autodiff<B>>::new(self.cfg, self.exp, device).map_tensors(|t| t.require_grad());
                 image_vjp(self.cfg, self.exp, &params, self.weights, &self.opts, device)
             }
@@ -342,6 +348,13 @@ impl Engine {
         impl BackendTask for Derivatives<'_> {
             type Output = Vec<DerivativeImage>;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
+                // on a GPU, the derivative-image kernel where it covers the configuration
+                if self.opts.pixel_kernel {
+                    let by_kernel = crate::kernel::vjp::derivative_images::<B>(self.cfg, self.exp, self.names, device)?;
+                    if let Some((_, images)) = by_kernel {
+                        return Ok(images);
+                    }
+                }
                 derivative_images::<Autodiff<B>>(self.cfg, self.exp, self.names, &self.opts, device).map(|(_, d)| d)
             }
         }

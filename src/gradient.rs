@@ -244,7 +244,7 @@ struct SpanGradient {
 
 /// Σ_z g_z·∂z/∂θ for every parameter tensor θ that requires a gradient: one backward pass of
 /// Σ_z g_z·z(θ) over the scene graph `z`.
-fn scene_to_params<B: AutodiffBackend>(
+pub(crate) fn scene_to_params<B: AutodiffBackend>(
     params: &Params<B>,
     z: Vec<Tensor<B, 1>>,
     g: Vec<Vec<f64>>,

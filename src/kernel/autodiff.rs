@@ -16,12 +16,15 @@
 //! step runs autodiff of its own, on worker threads, inside the caller's backward pass: the
 //! vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
 
+use super::vjp::{kernel_covers, kernel_sums, scene_variable_gradients};
+use super::PixelJob;
 use super::{images_at, PixelKernel};
 use crate::diff::host::Host;
 use crate::error::Result;
-use crate::gradient::{scene_graph_vjp, ParamGradient};
+use crate::gradient::{scene_graph_vjp, scene_to_params, ParamGradient};
 use crate::params::{Params, PARAMETERS};
 use crate::scene::to_host;
+use crate::scene::SceneTensors;
 use crate::simulate::RenderOptions;
 use crate::simulator::scenes::Scenes;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -30,7 +33,6 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::ndarray::NdArrayDevice;
 use burn::backend::Autodiff;
-use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Tensor, TensorData, TensorPrimitive};
 use std::marker::PhantomData;
@@ -148,14 +150,18 @@ impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for Pa
 impl<S: Scenes> HostVjp<S> {
     /// Σ_p w_p·∂I_p/∂θ for every parameter, w = ∂L/∂I `[spixels, fpixels]` the cotangent, by
     /// the tensor stages on the host.
-    fn gradients<B: Backend>(&self, cotangent: FloatTensor<B>) -> Result<Vec<ParamGradient>> {
-        let w = to_host(Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(cotangent)))?;
-        // the weights of a chunk's rendered pixels (indices fast-major over the detector)
-        let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| w[p as usize]).collect());
+    fn gradients<B: PixelKernel>(&self, cotangent: FloatTensor<B>) -> Result<Vec<ParamGradient>> {
         let device = NdArrayDevice::Cpu;
         let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;
         let graph = self.scenes.scene(&params, self.image);
         let (setup, host) = self.scenes.images()[self.image];
+        let w = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(cotangent));
+        if let Some(g) = self.kernel_gradients(&params, &graph, w.clone())? {
+            return Ok(g);
+        }
+        let w = to_host(w)?;
+        // the weights of a chunk's rendered pixels (indices fast-major over the detector)
+        let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| w[p as usize]).collect());
         // the CPU engine's chunking and threads, within the simulator's memory budget
         let options = RenderOptions {
             memory_budget: setup.options.memory_budget,
@@ -165,4 +171,41 @@ impl<S: Scenes> HostVjp<S> {
         let vjp = scene_graph_vjp(&setup.exp, host, &params, graph, &weigh, &options, &device)?;
         Ok(vjp.gradients)
     }
+
+    /// Σ_p w_p·∂I_p/∂θ by the vector–Jacobian kernel on `B`'s device, then (∂z/∂θ)ᵀ·g_z over
+    /// the small scene graph on the host; `None` where the kernel does not cover the image
+    /// ([`kernel_covers`]), or the structure-factor grid is a parameter (the kernel has no
+    /// gradient for its values).
+    fn kernel_gradients<B: PixelKernel>(
+        &self,
+        params: &Params<Autodiff<Host>>,
+        graph: &SceneTensors<Autodiff<Host>>,
+        w: Tensor<B, 2>,
+    ) -> Result<Option<Vec<ParamGradient>>> {
+        let (setup, host) = self.scenes.images()[self.image];
+        let z = graph.variables();
+        let base = graph
+            .clone()
+            .with_variables(z.iter().map(|t| t.clone().detach()).collect());
+        let job = PixelJob::of_scene_tensors(&setup.exp, host, &base)?;
+        let grid_is_parameter = self.present[slot("structure_factors")] && job.switches.nearest;
+        if !kernel_covers(&job) || grid_is_parameter {
+            return Ok(None);
+        }
+        let device = w.device();
+        let Some(sums) = kernel_sums::<B>(&job, &setup.exp, w, &device)? else {
+            return Ok(None);
+        };
+        let cpu = NdArrayDevice::Cpu;
+        let g = scene_variable_gradients(&setup.exp, &base, &sums, &cpu)?;
+        scene_to_params(params, z, g, &cpu).map(Some)
+    }
+}
+
+/// The slot of parameter `name` in [`PARAMETERS`].
+fn slot(name: &str) -> usize {
+    PARAMETERS
+        .iter()
+        .position(|(n, _)| *n == name)
+        .expect("a parameter name")
 }

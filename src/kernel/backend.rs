@@ -94,6 +94,19 @@ pub struct KernelShape {
     pub blocks: usize,
 }
 
+/// The sizes and switches of one launch of the adjoint kernels
+/// ([`super::adjoint::pixel_vjp`], [`super::adjoint::pixel_derivatives`]): one shot; `width` =
+/// [`super::layout::G_GLOBALS`] + 12 per orientation row; `derivatives`: the number of
+/// derivative images (0 for the vector–Jacobian product).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VjpShape {
+    pub switches: Switches,
+    pub spixels: usize,
+    pub fpixels: usize,
+    pub width: usize,
+    pub derivatives: usize,
+}
+
 /// A backend that can render a whole image with one kernel launch (plus one for the
 /// statistics).
 pub trait PixelKernel: Backend {
@@ -106,6 +119,27 @@ pub trait PixelKernel: Backend {
     /// caller renders with the tensor stages).
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
         let _ = (inputs, shape);
+        None
+    }
+
+    /// Σ_p w_p·∂I_p/∂z `[width]` (the [`super::layout`] `G_*` slots, then 12 per orientation
+    /// row) for weights `weights` `[spixels, fpixels]` (∂L/∂I, f32), by the vector–Jacobian
+    /// kernel and its reduction (two launches); `None` where this backend has no kernel.
+    fn pixel_vjp(inputs: KernelInputs<Self>, weights: FloatTensor<Self>, shape: VjpShape) -> Option<FloatTensor<Self>> {
+        let _ = (inputs, weights, shape);
+        None
+    }
+
+    /// The derivative images `[derivatives, spixels·fpixels]` dI_p/dθ_k for the tangents
+    /// `tangents` `[derivatives, width]` (t_k = ∂z/∂θ_k in the vector–Jacobian layout), by one
+    /// launch of [`super::adjoint::pixel_derivatives`]; `None` where this backend has no
+    /// kernel.
+    fn pixel_derivatives(
+        inputs: KernelInputs<Self>,
+        tangents: FloatTensor<Self>,
+        shape: VjpShape,
+    ) -> Option<FloatTensor<Self>> {
+        let _ = (inputs, tangents, shape);
         None
     }
 

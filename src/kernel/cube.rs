@@ -1,10 +1,12 @@
 //! [`PixelKernel`] for burn's cube backend, on any cubecl runtime: two launches on the
 //! backend's own compute client.
 
-use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
+use super::adjoint::{pixel_derivatives, pixel_vjp, sum_partials};
+use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
 use super::layout::{PARTIAL_WIDTH, WORKGROUP};
 use super::pixel::{image_statistics, render_pixels};
 use burn::tensor::DType;
+use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
@@ -24,6 +26,18 @@ where
 
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
         Some(KernelOutputs::from_array(launch(inputs.into_array(), shape)))
+    }
+
+    fn pixel_vjp(inputs: KernelInputs<Self>, weights: CubeTensor<R>, shape: VjpShape) -> Option<CubeTensor<R>> {
+        Some(launch_vjp(inputs.into_array(), weights, shape))
+    }
+
+    fn pixel_derivatives(
+        inputs: KernelInputs<Self>,
+        tangents: CubeTensor<R>,
+        shape: VjpShape,
+    ) -> Option<CubeTensor<R>> {
+        Some(launch_derivatives(inputs.into_array(), tangents, shape))
     }
 }
 
@@ -93,4 +107,83 @@ fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [Cu
         );
     }
     [image, partials, first_max, first_out_of_range]
+}
+
+/// The vector–Jacobian kernel and the reduction of its per-workgroup partials, from the inputs
+/// in [`KernelInputs`]' order and the weights `[spixels, fpixels]`: the sums `[width]`.
+fn launch_vjp<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], weights: CubeTensor<R>, shape: VjpShape) -> CubeTensor<R> {
+    let [params, counts, sources, orientations, scales, hkl, mask] = inputs;
+    // the cotangent may be a broadcast or strided view: the kernel reads it row-major
+    let weights = into_contiguous(weights);
+    assert!(
+        weights.dtype == DType::F32 && counts.dtype == DType::I32,
+        "the vector–Jacobian kernel reads f32 weights"
+    );
+    let client = params.client.clone();
+    let groups = shape.fpixels.div_ceil(WORKGROUP) * shape.spixels;
+    let partials = empty(&params, vec![groups, shape.width], DType::F32);
+    let sums = empty(&params, vec![shape.width], DType::F32);
+    let dim = CubeDim::new_1d(WORKGROUP as u32);
+    // SAFETY: as for the render: every invocation indexes its own pixel (weights, mask) only
+    // inside the image, its workgroup's row of `partials` and the inputs' layout
+    unsafe {
+        pixel_vjp::launch_unchecked::<R>(
+            &client,
+            CubeCount::Static(shape.fpixels.div_ceil(WORKGROUP) as u32, shape.spixels as u32, 1),
+            dim,
+            params.into_array_arg(),
+            counts.into_array_arg(),
+            sources.into_array_arg(),
+            orientations.into_array_arg(),
+            scales.into_array_arg(),
+            hkl.into_array_arg(),
+            mask.into_array_arg(),
+            weights.into_array_arg(),
+            partials.clone().into_array_arg(),
+            shape.switches,
+        );
+        sum_partials::launch_unchecked::<R>(
+            &client,
+            calculate_cube_count_elemwise(&client, shape.width, dim),
+            dim,
+            partials.into_array_arg(),
+            sums.clone().into_array_arg(),
+        );
+    }
+    sums
+}
+
+/// The derivative-image kernel, from the inputs in [`KernelInputs`]' order and the tangents
+/// `[derivatives, width]`: the images `[derivatives, spixels·fpixels]`.
+fn launch_derivatives<R: CubeRuntime>(
+    inputs: [CubeTensor<R>; 7],
+    tangents: CubeTensor<R>,
+    shape: VjpShape,
+) -> CubeTensor<R> {
+    let [params, counts, sources, orientations, scales, hkl, mask] = inputs;
+    let tangents = into_contiguous(tangents);
+    assert!(tangents.dtype == DType::F32, "the derivative kernel reads f32 tangents");
+    let client = params.client.clone();
+    let pixels = shape.spixels * shape.fpixels;
+    let images = empty(&params, vec![shape.derivatives, pixels], DType::F32);
+    // SAFETY: as for the render: invocations past the image return at once, and each writes
+    // its own pixel of every derivative image
+    unsafe {
+        pixel_derivatives::launch_unchecked::<R>(
+            &client,
+            CubeCount::Static(shape.fpixels.div_ceil(WORKGROUP) as u32, shape.spixels as u32, 1),
+            CubeDim::new_1d(WORKGROUP as u32),
+            params.into_array_arg(),
+            counts.into_array_arg(),
+            sources.into_array_arg(),
+            orientations.into_array_arg(),
+            scales.into_array_arg(),
+            hkl.into_array_arg(),
+            mask.into_array_arg(),
+            tangents.into_array_arg(),
+            images.clone().into_array_arg(),
+            shape.switches,
+        );
+    }
+    images
 }

@@ -4,13 +4,16 @@
 //! inputs and outputs are ordinary fusion tensors: what comes before and after it (uploads,
 //! readbacks) stays ordered.
 
-use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
+use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
 use super::layout::PARTIAL_WIDTH;
 use burn::tensor::{DType, Shape};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
 use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
 use std::marker::PhantomData;
+
+/// A fusion tensor of backend `B`.
+type FusionTensorOf<B> = burn_fusion::FusionTensor<<B as FusionBackend>::FusionRuntime>;
 
 /// The custom operation: its IR (7 inputs, 4 outputs) and the launch's shape.
 #[derive(Debug, Clone)]
@@ -39,6 +42,68 @@ impl<B: FusionBackend + PixelKernel> Operation<B::FusionRuntime> for RenderPixel
         handles.register_int_tensor::<B>(&first_max.id, out.first_max);
         handles.register_int_tensor::<B>(&first_out.id, out.first_out_of_range);
     }
+}
+
+/// The custom operation of an adjoint kernel (8 inputs, 1 output): the vector–Jacobian
+/// product (`derivatives` 0 in the shape) or the derivative images.
+#[derive(Debug, Clone)]
+struct Adjoint<B> {
+    desc: CustomOpIr,
+    shape: VjpShape,
+    _backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + PixelKernel> Operation<B::FusionRuntime> for Adjoint<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let ([params, counts, sources, orientations, scales, hkl, mask, extra], [out]) = self.desc.as_fixed();
+        let inputs = KernelInputs::<B> {
+            params: handles.get_float_tensor::<B>(params),
+            counts: handles.get_int_tensor::<B>(counts),
+            sources: handles.get_float_tensor::<B>(sources),
+            orientations: handles.get_float_tensor::<B>(orientations),
+            scales: handles.get_float_tensor::<B>(scales),
+            hkl: handles.get_float_tensor::<B>(hkl),
+            mask: handles.get_float_tensor::<B>(mask),
+        };
+        let extra = handles.get_float_tensor::<B>(extra);
+        let result = match self.shape.derivatives {
+            0 => B::pixel_vjp(inputs, extra, self.shape),
+            _ => B::pixel_derivatives(inputs, extra, self.shape),
+        };
+        let result = result.expect("the inner backend has the pixel kernel");
+        handles.register_float_tensor::<B>(&out.id, result);
+    }
+}
+
+/// Register an adjoint kernel in the fusion stream: the render's inputs, `extra` (weights or
+/// tangents), one f32 output of `dims`.
+fn register_adjoint<B: FusionBackend + PixelKernel>(
+    inputs: KernelInputs<Fusion<B>>,
+    extra: FusionTensorOf<B>,
+    shape: VjpShape,
+    dims: Vec<usize>,
+) -> FusionTensorOf<B> {
+    let [params, counts, sources, orientations, scales, hkl, mask] = inputs.into_array();
+    let inputs = [params, counts, sources, orientations, scales, hkl, mask, extra];
+    let client = inputs[0].client.clone();
+    let streams = OperationStreams::with_inputs(&inputs);
+    let outputs = [TensorIr::uninit(
+        client.create_empty_handle(),
+        Shape::from(dims),
+        DType::F32,
+    )];
+    let inputs = inputs.map(|t| t.into_ir());
+    let desc = CustomOpIr::new("nanobragg_adjoint", &inputs, &outputs);
+    let op = Adjoint::<B> {
+        desc: desc.clone(),
+        shape,
+        _backend: PhantomData,
+    };
+    let [out]: [_; 1] = client
+        .register(streams, OperationIr::Custom(desc), op)
+        .try_into()
+        .expect("one output");
+    out
 }
 
 impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
@@ -73,5 +138,18 @@ impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
             .try_into()
             .expect("four outputs");
         Some(KernelOutputs::from_array(outputs))
+    }
+
+    fn pixel_vjp(inputs: KernelInputs<Self>, weights: FusionTensorOf<B>, shape: VjpShape) -> Option<FusionTensorOf<B>> {
+        B::has_pixel_kernel().then(|| register_adjoint::<B>(inputs, weights, shape, vec![shape.width]))
+    }
+
+    fn pixel_derivatives(
+        inputs: KernelInputs<Self>,
+        tangents: FusionTensorOf<B>,
+        shape: VjpShape,
+    ) -> Option<FusionTensorOf<B>> {
+        let dims = vec![shape.derivatives, shape.spixels * shape.fpixels];
+        B::has_pixel_kernel().then(|| register_adjoint::<B>(inputs, tangents, shape, dims))
     }
 }

@@ -75,3 +75,25 @@ pub const OFFSET: usize = 9;
 
 /// `partials` rows (f32) of the statistics kernel: Σv, Σ(v − block mean)², max v, Σω.
 pub const PARTIAL_WIDTH: usize = 4;
+
+/// Slots of the vector–Jacobian kernel's accumulators (f32), Σ_p w_p·∂I_p/∂z for: the
+/// detector frame as the sample positions read it (pix0, rows f, s, o), the sensor normal as
+/// the parallax reads it (the scene's `odet_col`), close_distance, N, a*/b*/c*, K, default_F,
+/// I_bg, and the scale r_e²·fluence/steps (Σ w·I/scale); then, in each row's own columns, the
+/// 12 numbers of every orientation row.
+pub const G_PIX0: usize = 0;
+pub const G_FDET: usize = 3;
+pub const G_SDET: usize = 6;
+pub const G_ODET: usize = 9;
+pub const G_ODET_COL: usize = 12;
+pub const G_CLOSE_DISTANCE: usize = 15;
+pub const G_N_CELLS: usize = 16;
+pub const G_RECIP: usize = 19;
+pub const G_KAHN: usize = 28;
+pub const G_DEFAULT_F: usize = 29;
+pub const G_I_BG: usize = 30;
+pub const G_SCALE: usize = 31;
+/// The slots above, padded to whole chunks.
+pub const G_GLOBALS: usize = 36;
+/// Values a workgroup reduces at a time (12 threads sum a column each).
+pub const G_CHUNK: usize = 12;

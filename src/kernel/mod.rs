@@ -11,6 +11,8 @@
 //! The tensor stages (`src/simulate.rs`) stay the reference; `tests/integration/kernel.rs`
 //! holds the two against each other and against C.
 
+#[cfg(feature = "gpu")]
+pub mod adjoint;
 mod autodiff;
 mod backend;
 #[cfg(feature = "gpu")]
@@ -25,8 +27,9 @@ pub mod pixel;
 mod testing;
 #[cfg(feature = "gpu")]
 pub mod trig;
+pub mod vjp;
 
-pub use backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel};
+pub use backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
 pub use job::{PixelJob, Switches};
 
 use crate::diff::host::Host;
@@ -130,22 +133,7 @@ fn launch_with_fall_back<B: PixelKernel>(
 
 /// One launch: the job's arrays uploaded, the kernel's outputs as tensors.
 fn launch<B: PixelKernel>(job: &PixelJob, exp: &Experiment, device: &B::Device) -> Launched<B> {
-    // f32 and i32 whatever the device's default dtypes (an embedding program may have set i64)
-    let float = |v: &[f32]| {
-        Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), (device, DType::F32))
-            .into_primitive()
-            .tensor()
-    };
-    let counts = TensorData::new(job.counts.clone(), [job.counts.len()]);
-    let inputs = KernelInputs::<B> {
-        params: float(&job.params),
-        counts: Tensor::<B, 1, Int>::from_data(counts, (device, DType::I32)).into_primitive(),
-        sources: float(&job.sources),
-        orientations: float(&job.orientations),
-        scales: float(&job.scales),
-        hkl: float(&job.hkl),
-        mask: float(&job.mask),
-    };
+    let inputs = upload::<B>(job, device);
     let d = &exp.detector;
     let shape = KernelShape {
         switches: job.switches,
@@ -165,6 +153,26 @@ fn launch<B: PixelKernel>(job: &PixelJob, exp: &Experiment, device: &B::Device) 
     }
 }
 
+/// The job's arrays on `device`, as the kernels read them: f32 and i32 whatever the device's
+/// default dtypes (an embedding program may have set i64).
+fn upload<B: PixelKernel>(job: &PixelJob, device: &B::Device) -> KernelInputs<B> {
+    let float = |v: &[f32]| {
+        Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), (device, DType::F32))
+            .into_primitive()
+            .tensor()
+    };
+    let counts = TensorData::new(job.counts.clone(), [job.counts.len()]);
+    KernelInputs::<B> {
+        params: float(&job.params),
+        counts: Tensor::<B, 1, Int>::from_data(counts, (device, DType::I32)).into_primitive(),
+        sources: float(&job.sources),
+        orientations: float(&job.orientations),
+        scales: float(&job.scales),
+        hkl: float(&job.hkl),
+        mask: float(&job.mask),
+    }
+}
+
 /// The outputs of [`launch`], as tensors.
 struct Launched<B: PixelKernel> {
     image: Tensor<B, 3>,
@@ -177,7 +185,7 @@ fn read_ints<B: PixelKernel>(t: Tensor<B, 1, Int>) -> Result<Vec<i64>> {
     t.into_data().convert::<i64>().to_vec::<i64>().map_err(readback)
 }
 
-fn readback(e: burn::tensor::DataError) -> Error {
+pub(crate) fn readback(e: burn::tensor::DataError) -> Error {
     Error::Engine {
         engine: "pixel kernel".into(),
         message: format!("reading back: {e:?}"),

@@ -21,7 +21,7 @@ pub struct Vec3 {
 }
 
 #[cube]
-fn load3(a: &Array<f32>, at: usize) -> Vec3 {
+pub(super) fn load3(a: &Array<f32>, at: usize) -> Vec3 {
     Vec3 {
         x: a[at],
         y: a[at + 1],
@@ -30,12 +30,12 @@ fn load3(a: &Array<f32>, at: usize) -> Vec3 {
 }
 
 #[cube]
-fn dot(a: Vec3, b: Vec3) -> f32 {
+pub(super) fn dot(a: Vec3, b: Vec3) -> f32 {
     a.x * b.x + a.y * b.y + a.z * b.z
 }
 
 #[cube]
-fn cross(a: Vec3, b: Vec3) -> Vec3 {
+pub(super) fn cross(a: Vec3, b: Vec3) -> Vec3 {
     Vec3 {
         x: a.y * b.z - a.z * b.y,
         y: a.z * b.x - a.x * b.z,
@@ -44,7 +44,7 @@ fn cross(a: Vec3, b: Vec3) -> Vec3 {
 }
 
 #[cube]
-fn scaled(a: Vec3, k: f32) -> Vec3 {
+pub(super) fn scaled(a: Vec3, k: f32) -> Vec3 {
     Vec3 {
         x: a.x * k,
         y: a.y * k,
@@ -53,7 +53,7 @@ fn scaled(a: Vec3, k: f32) -> Vec3 {
 }
 
 #[cube]
-fn sum3(a: Vec3, b: Vec3) -> Vec3 {
+pub(super) fn sum3(a: Vec3, b: Vec3) -> Vec3 {
     Vec3 {
         x: a.x + b.x,
         y: a.y + b.y,
@@ -63,7 +63,7 @@ fn sum3(a: Vec3, b: Vec3) -> Vec3 {
 
 /// P = Fdet·f + Sdet·s + Odet·o + pix0 (m), from the detector coordinates (m).
 #[cube]
-fn sample_position(params: &Array<f32>, fdet: f32, sdet: f32, odet: f32) -> Vec3 {
+pub(super) fn sample_position(params: &Array<f32>, fdet: f32, sdet: f32, odet: f32) -> Vec3 {
     let along = sum3(
         sum3(scaled(load3(params, FDET), fdet), scaled(load3(params, SDET), sdet)),
         scaled(load3(params, ODET), odet),
@@ -109,7 +109,7 @@ fn curved_position(params: &Array<f32>, planar: Vec3) -> Vec3 {
 
 /// ω (sr) at air path `r` (m): pixel²/r²·close_distance/r, or 1/r² for a point pixel.
 #[cube]
-fn solid_angle(params: &Array<f32>, r: f32, #[comptime] point_pixel: bool) -> f32 {
+pub(super) fn solid_angle(params: &Array<f32>, r: f32, #[comptime] point_pixel: bool) -> f32 {
     let mut omega = 1.0 / (r * r);
     if !point_pixel {
         omega = params[PIXEL_AREA] * params[CLOSE_DISTANCE] / (r * r * r);
@@ -119,7 +119,7 @@ fn solid_angle(params: &Array<f32>, r: f32, #[comptime] point_pixel: bool) -> f3
 
 /// Fraction absorbed in layer t: exp(−t·Δzμ/ρ) − exp(−(t+1)·Δzμ/ρ), parallax ρ = d·o.
 #[cube]
-fn capture_fraction(params: &Array<f32>, parallax: f32, layer: f32) -> f32 {
+pub(super) fn capture_fraction(params: &Array<f32>, parallax: f32, layer: f32) -> f32 {
     let k = -params[STEP_MU] / parallax;
     (layer * k).exp() - ((layer + 1.0) * k).exp()
 }
@@ -127,7 +127,7 @@ fn capture_fraction(params: &Array<f32>, parallax: f32, layer: f32) -> f32 {
 /// sin θ/λ = |d − i|/(2λ) (m⁻¹): the difference of unit vectors, not √(2 − 2 cos 2θ), so small
 /// angles keep their digits.
 #[cube]
-fn stol(d: Vec3, incident: Vec3, inv_lambda: f32) -> f32 {
+pub(super) fn stol(d: Vec3, incident: Vec3, inv_lambda: f32) -> f32 {
     let q = sum3(d, scaled(incident, -1.0));
     0.5 * inv_lambda * (dot(q, q)).sqrt()
 }
@@ -135,7 +135,7 @@ fn stol(d: Vec3, incident: Vec3, inv_lambda: f32) -> f32 {
 /// Kahn's factor ½(1 + cos²2θ − K·cos 2ψ·sin²2θ), cos 2ψ = (e² − b²)/(e² + b²) (1 along the
 /// beam) with e, b the projections of d on E_in, B_in; sin²2θ = |d × i|².
 #[cube]
-fn kahn_factor(sources: &Array<f32>, row: usize, d: Vec3, kahn: f32) -> f32 {
+pub(super) fn kahn_factor(sources: &Array<f32>, row: usize, d: Vec3, kahn: f32) -> f32 {
     let incident = load3(sources, row + INCIDENT);
     let cos2t = dot(d, incident);
     let across = cross(d, incident);
@@ -152,13 +152,13 @@ fn kahn_factor(sources: &Array<f32>, row: usize, d: Vec3, kahn: f32) -> f32 {
 
 /// The fractional Miller index along axis `v` of orientation row `row`: d·(a/λ) − a·i/λ.
 #[cube]
-fn miller_index(orientations: &Array<f32>, row: usize, v: usize, d: Vec3) -> f32 {
+pub(super) fn miller_index(orientations: &Array<f32>, row: usize, v: usize, d: Vec3) -> f32 {
     dot(d, load3(orientations, row + 3 * v)) - orientations[row + OFFSET + v]
 }
 
 /// x − ceil(x − ½) ∈ (−½, ½].
 #[cube]
-fn fractional(x: f32) -> f32 {
+pub(super) fn fractional(x: f32) -> f32 {
     x - (x - 0.5).ceil()
 }
 
@@ -219,7 +219,7 @@ fn lattice_factor(
 
 /// F_cell by nearest neighbour: the grid value at ceil(x − ½), default_F outside the grid.
 #[cube]
-fn nearest(params: &Array<f32>, counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f32 {
+pub(super) fn nearest(params: &Array<f32>, counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f32 {
     let ih = grid_offset(counts, (h - 0.5).ceil(), 0usize);
     let ik = grid_offset(counts, (k - 0.5).ceil(), 1usize);
     let il = grid_offset(counts, (l - 0.5).ceil(), 2usize);
@@ -237,7 +237,7 @@ fn nearest(params: &Array<f32>, counts: &Array<i32>, hkl: &Array<f32>, h: f32, k
 /// clamped to one step outside the grid first (NaN to below it): an index off the grid stays
 /// off it, and the cast to i32 is defined for any value (C's `(int)` cast is not).
 #[cube]
-fn grid_offset(counts: &Array<i32>, x: f32, #[comptime] axis: usize) -> i32 {
+pub(super) fn grid_offset(counts: &Array<i32>, x: f32, #[comptime] axis: usize) -> i32 {
     let min = counts[HKL_MIN + axis];
     let below = (min - 1) as f32;
     let above = (min + counts[HKL_COUNT + axis]) as f32;

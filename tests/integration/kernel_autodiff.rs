@@ -173,11 +173,8 @@ fn simulator_gradients_through_the_kernel_equal_the_cpu_tensor_stages() {
             let (Some(k), Some(c)) = (k, c) else { continue };
             match (k.grad(&grads).map(host), c.grad(&cpu_grads).map(host)) {
                 (Some(k), Some(c)) => {
-                    let worst = relative_max_difference(&k, &c);
-                    println!("{name}: ∂L/∂{param} kernel vs cpu f64 max |Δ|/max = {worst:.1e}");
                     reached += c.iter().any(|&g| g != 0.0) as usize;
-                    // the device holds each gradient in f32: half an ulp, 6e-8
-                    assert!(worst <= 1e-7, "{name}: ∂L/∂{param} {k:?} against {c:?}");
+                    common::assert_gradients_agree(&format!("{name}: ∂L/∂{param}"), &k, &c);
                 }
                 (None, None) => {}
                 (k, c) => panic!("{name}: ∂L/∂{param} reached one path only: kernel {k:?}, cpu {c:?}"),
@@ -381,12 +378,8 @@ fn simulator_gradient_step_at_512_on_several_workers_returns_the_cpu_gradients()
         let c = t.unwrap().grad(&grads).map(host);
         match (k, c) {
             (Some(k), Some(c)) => {
-                let worst = relative_max_difference(k, &c);
-                println!("∂L/∂{param}: wgpu vs cpu f64 max |Δ|/max = {worst:.1e}");
                 reached += c.iter().any(|&g| g != 0.0) as usize;
-                // both the tensor stages in f64, at the same values and weights; the device
-                // holds each gradient in f32 (half an ulp, 6e-8)
-                assert!(worst <= 1e-7, "∂L/∂{param}: wgpu {k:?} against cpu {c:?}");
+                common::assert_gradients_agree(&format!("∂L/∂{param}"), k, &c);
             }
             (None, None) => {}
             (k, c) => panic!("∂L/∂{param} reached one engine only: wgpu {k:?}, cpu {c:?}"),

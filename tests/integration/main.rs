@@ -23,6 +23,7 @@ mod gradcheck;
 mod gradients;
 mod kernel;
 mod kernel_autodiff;
+mod kernel_vjp;
 mod nexus;
 mod outputs;
 mod panel_simulator;

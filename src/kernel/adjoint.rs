@@ -1,0 +1,831 @@
+//! The adjoint of the pixel kernel: Σ_p w_p·∂I_p/∂z for the scene variables z, in one launch
+//! plus one small reduction, reverse mode by hand (CubeCL has no autodiff).
+//!
+//! Each `#[cube]` helper here is the adjoint of the forward helper of the same name in
+//! [`super::pixel`]: it returns the forward value with its partial derivatives, or pushes a
+//! cotangent back to the variables the forward helper read. The tensor stages
+//! (`src/physics/`) stay the reference; `tests/integration/kernel_vjp.rs` holds the two
+//! against each other.
+//!
+//! **Accumulation.** A pixel's image is I = scale·(I_bg + Σ_n F_n²·L_n²)·Ω·P·C (physics
+//! reference §7; Ω, P and C are C's cached first-sample factors), so the cotangent of every
+//! term is the same number w·scale·Ω·P·C: one pass over the samples gives every term's
+//! adjoint, and the sum Σ_n that the factors' adjoints need. The pass runs orientation by
+//! orientation (the terms' order does not matter to an adjoint), so each thread keeps the 12
+//! adjoints of one orientation row and the [`G_GLOBALS`] of the rest in registers. After each
+//! orientation, and for the rest at the end, the 64 threads of a workgroup write theirs to
+//! shared memory and 12 threads sum one column each, in thread order, into the workgroup's row
+//! of `partials`; [`sum_partials`] then sums the rows, in row order. No float atomics: the
+//! same inputs give the same bits.
+//!
+//! Covered: the four spot shapes, default_F and nearest-neighbour structure factors (with no
+//! gradient for the grid values), polarization, `-dmin`, absorption layers, point pixels, ROI
+//! and mask, water, several sources, φ steps and mosaic domains, one shot per launch. Not
+//! covered ([`super::vjp::kernel_covers`]): tricubic interpolation, the curved detector and
+//! the `-oversample_*` products.
+
+use super::job::Switches;
+use super::layout::*;
+use super::pixel as forward;
+use super::pixel::{
+    cross, dot, fractional, grid_offset, load3, miller_index, nearest, sample_position, scaled, stol, Vec3,
+};
+use super::trig::{cos_pi, sin_pi, PI_F32};
+use cubecl::prelude::*;
+
+/// sin(Nπh)/sin(πh) on δ = h − round(h) and its partials ∂/∂h, ∂/∂N.
+#[derive(CubeType, Clone, Copy)]
+pub struct SincgPartials {
+    pub value: f32,
+    pub dh: f32,
+    pub dn: f32,
+}
+
+/// The adjoint of `trig::sincg`: value and partials. Within |Nπδ| < 0.1 by the Taylor series
+/// in x = πδ to x⁴ (the quotient of two small sines loses digits there in f32): value
+/// N − N(N²−1)x²/6 + N(N²−1)(3N²−7)x⁴/360, at a node N with ∂/∂h = 0 and ∂/∂N = 1, as the
+/// tensor stage's `sincg_n`.
+#[cube]
+pub fn sincg(h: f32, n: f32) -> SincgPartials {
+    let delta = h - (h + 0.5).floor();
+    let x = delta * PI_F32;
+    let mut out = SincgPartials {
+        value: n,
+        dh: 0.0,
+        dn: 1.0,
+    };
+    if (n * x).abs() < 0.1 && x.abs() < 0.1 {
+        let n2 = n * n;
+        let x2 = x * x;
+        out.value = n * (1.0 - (n2 - 1.0) * x2 / 6.0 + (n2 - 1.0) * (3.0 * n2 - 7.0) * x2 * x2 / 360.0);
+        out.dh = PI_F32 * n * (n2 - 1.0) * x * (-1.0 / 3.0 + (3.0 * n2 - 7.0) * x2 / 90.0);
+        out.dn = 1.0 - (3.0 * n2 - 1.0) * x2 / 6.0 + (15.0 * n2 * n2 - 30.0 * n2 + 7.0) * x2 * x2 / 360.0;
+    } else {
+        let s = sin_pi(delta);
+        let value = sin_pi(n * delta) / s;
+        let cos_nx = cos_pi(n * delta);
+        out.value = value;
+        out.dn = x * cos_nx / s;
+        out.dh = PI_F32 * (n * cos_nx - value * cos_pi(delta)) / s;
+    }
+    out
+}
+
+/// sinc3 as a function of u = x² (x = π·t) and its derivative ∂/∂u: the series below x = 1
+/// (as the forward kernel), the closed form 3(sin x/x − cos x)/u above it.
+#[derive(CubeType, Clone, Copy)]
+pub struct Sinc3Partials {
+    pub value: f32,
+    pub du: f32,
+}
+
+#[cube]
+pub fn sinc3(u: f32) -> Sinc3Partials {
+    let mut out = Sinc3Partials {
+        value: 1.0
+            + u * (-1.0 / 10.0
+                + u * (1.0 / 280.0 + u * (-1.0 / 15120.0 + u * (1.0 / 1330560.0 + u * (-1.0 / 172972800.0))))),
+        du: -1.0 / 10.0 + u * (2.0 / 280.0 + u * (-3.0 / 15120.0 + u * (4.0 / 1330560.0 + u * (-5.0 / 172972800.0)))),
+    };
+    if u >= 1.0 {
+        let x = u.sqrt();
+        let t = x / PI_F32;
+        let sin_over_x = sin_pi(t) / x;
+        let value = 3.0 * (sin_over_x - cos_pi(t)) / u;
+        out.value = value;
+        // d/du = (3 sin x/x − 3·sinc3)/(2u)
+        out.du = (3.0 * sin_over_x - 3.0 * value) / (2.0 * u);
+    }
+    out
+}
+
+/// F_latt at (h, k, l) with its partials: ∂/∂h, ∂/∂k, ∂/∂l, ∂/∂Na, ∂/∂Nb, ∂/∂Nc, and for
+/// GAUSS ∂/∂(recip_v)[axis] = `kappa`·c[axis]·δ_v with c = Σ_v δ_v·recip_v (`c`) and δ the
+/// fractional indices (`frac`).
+#[derive(CubeType, Clone, Copy)]
+pub struct LatticePartials {
+    pub value: f32,
+    pub dh: f32,
+    pub dk: f32,
+    pub dl: f32,
+    pub dna: f32,
+    pub dnb: f32,
+    pub dnc: f32,
+    pub kappa: f32,
+    pub c: Vec3,
+    pub frac: Vec3,
+}
+
+/// The adjoint of `pixel::lattice_factor`, with N as reals (the tensor stage's
+/// `lattice_factor_tensor`: SQUARE takes sincg of every axis, its value 1 for N = 1).
+#[cube]
+pub fn lattice_factor(
+    params: &Array<f32>,
+    h: f32,
+    k: f32,
+    l: f32,
+    #[comptime] square: bool,
+    #[comptime] round: bool,
+    #[comptime] gauss: bool,
+) -> LatticePartials {
+    let na = params[N_CELLS];
+    let nb = params[N_CELLS + 1];
+    let nc = params[N_CELLS + 2];
+    let frac = Vec3 {
+        x: fractional(h),
+        y: fractional(k),
+        z: fractional(l),
+    };
+    let c = Vec3 {
+        x: frac.x * params[RECIP] + frac.y * params[RECIP + 3] + frac.z * params[RECIP + 6],
+        y: frac.x * params[RECIP + 1] + frac.y * params[RECIP + 4] + frac.z * params[RECIP + 7],
+        z: frac.x * params[RECIP + 2] + frac.y * params[RECIP + 5] + frac.z * params[RECIP + 8],
+    };
+    let mut value = 0.0;
+    let mut dh = 0.0;
+    let mut dk = 0.0;
+    let mut dl = 0.0;
+    let mut dna = 0.0;
+    let mut dnb = 0.0;
+    let mut dnc = 0.0;
+    let mut kappa = 0.0;
+    if square {
+        let a = sincg(h, na);
+        let b = sincg(k, nb);
+        let cc = sincg(l, nc);
+        value = a.value * b.value * cc.value;
+        dh = a.dh * b.value * cc.value;
+        dk = a.value * b.dh * cc.value;
+        dl = a.value * b.value * cc.dh;
+        dna = a.dn * b.value * cc.value;
+        dnb = a.value * b.dn * cc.value;
+        dnc = a.value * b.value * cc.dn;
+    } else if round {
+        let fudge_pi2 = params[FUDGE] * PI_F32 * PI_F32;
+        let xh = frac.x * na;
+        let xk = frac.y * nb;
+        let xl = frac.z * nc;
+        let s = sinc3((xh * xh + xk * xk + xl * xl) * fudge_pi2);
+        let scale = na * nb * nc * 0.723_601_2;
+        value = s.value * scale;
+        // ∂u/∂δ_a = 2·π²·fudge·δ_a·N_a², ∂u/∂N_a = 2·π²·fudge·δ_a²·N_a
+        let g = s.du * scale * 2.0 * fudge_pi2;
+        dh = g * xh * na;
+        dk = g * xk * nb;
+        dl = g * xl * nc;
+        let per = s.value * 0.723_601_2;
+        dna = g * xh * frac.x + per * nb * nc;
+        dnb = g * xk * frac.y + per * na * nc;
+        dnc = g * xl * frac.z + per * na * nb;
+    } else {
+        let volume = na * nb * nc;
+        let fudge = params[FUDGE];
+        let r2 = dot(c, c) * volume * volume * fudge;
+        if gauss {
+            let e = (-r2 / 0.63).exp();
+            value = e * volume;
+            // ∂F/∂c = F·(−2V²·fudge/0.63)·c
+            kappa = value * (-2.0 * volume * volume * fudge / 0.63);
+            dh = kappa * (c.x * params[RECIP] + c.y * params[RECIP + 1] + c.z * params[RECIP + 2]);
+            dk = kappa * (c.x * params[RECIP + 3] + c.y * params[RECIP + 4] + c.z * params[RECIP + 5]);
+            dl = kappa * (c.x * params[RECIP + 6] + c.y * params[RECIP + 7] + c.z * params[RECIP + 8]);
+            // ∂F/∂V = e·(1 − 2r²/0.63), ∂V/∂N_a = the product of the other two
+            let dv = e * (1.0 - 2.0 * r2 / 0.63);
+            dna = dv * nb * nc;
+            dnb = dv * na * nc;
+            dnc = dv * na * nb;
+        } else if r2 < 0.3969 {
+            value = volume;
+            dna = nb * nc;
+            dnb = na * nc;
+            dnc = na * nb;
+        }
+    }
+    LatticePartials {
+        value,
+        dh,
+        dk,
+        dl,
+        dna,
+        dnb,
+        dnc,
+        kappa,
+        c,
+        frac,
+    }
+}
+
+/// F_cell and whether it is default_F (the only structure factor with a gradient here).
+#[derive(CubeType, Clone, Copy)]
+pub struct CellFactor {
+    pub value: f32,
+    pub is_default: bool,
+}
+
+/// F_cell by nearest neighbour (or default_F without a grid), as the forward kernel.
+#[cube]
+pub fn structure_factor(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    hkl: &Array<f32>,
+    h: f32,
+    k: f32,
+    l: f32,
+    #[comptime] sw: Switches,
+) -> CellFactor {
+    let mut out = CellFactor {
+        value: params[DEFAULT_F],
+        is_default: true,
+    };
+    if sw.nearest {
+        out.value = nearest(params, counts, hkl, h, k, l);
+        out.is_default = !in_grid(counts, h, k, l);
+    }
+    out
+}
+
+/// Whether the nearest node of (h, k, l) lies on the structure-factor grid (where
+/// `pixel::nearest` reads the grid).
+#[cube]
+fn in_grid(counts: &Array<i32>, h: f32, k: f32, l: f32) -> bool {
+    let ih = grid_offset(counts, (h - 0.5).ceil(), 0usize);
+    let ik = grid_offset(counts, (k - 0.5).ceil(), 1usize);
+    let il = grid_offset(counts, (l - 0.5).ceil(), 2usize);
+    ih >= 0 && ih < counts[HKL_COUNT] && ik >= 0 && ik < counts[HKL_COUNT + 1] && il >= 0 && il < counts[HKL_COUNT + 2]
+}
+
+/// The detector coordinates (m) of sample (t, sub_s, sub_f) of a pixel: along f, s, o.
+#[cube]
+pub fn detector_coordinates(
+    params: &Array<f32>,
+    slow: i32,
+    fast: i32,
+    os: i32,
+    t: i32,
+    sub_s: i32,
+    sub_f: i32,
+) -> Vec3 {
+    let subpixel = params[SUBPIXEL];
+    Vec3 {
+        x: subpixel * (fast * os + sub_f) as f32 + subpixel * 0.5,
+        y: subpixel * (slow * os + sub_s) as f32 + subpixel * 0.5,
+        z: t as f32 * params[LAYER_STEP],
+    }
+}
+
+/// v += g at `at..at + 3` of a thread's accumulators.
+#[cube]
+fn add3(acc: &mut Array<f32>, at: usize, g: Vec3) {
+    acc[at] += g.x;
+    acc[at + 1] += g.y;
+    acc[at + 2] += g.z;
+}
+
+/// The adjoint of `pixel::sample_position`: P = f·F + s·S + o·O + pix0 pushes ∂L/∂P to the
+/// detector frame (rows F, S, O and pix0).
+#[cube]
+pub fn sample_position_adjoint(acc: &mut Array<f32>, coords: Vec3, g_pos: Vec3) {
+    add3(acc, G_FDET, scaled(g_pos, coords.x));
+    add3(acc, G_SDET, scaled(g_pos, coords.y));
+    add3(acc, G_ODET, scaled(g_pos, coords.z));
+    add3(acc, G_PIX0, g_pos);
+}
+
+/// The adjoint of d = P/|P| (unit, `r` = |P| in m): ∂L/∂P = (g − d·(d·g))/r.
+#[cube]
+pub fn direction_adjoint(d: Vec3, r: f32, g_d: Vec3) -> Vec3 {
+    let along = dot(d, g_d);
+    scaled(
+        Vec3 {
+            x: g_d.x - d.x * along,
+            y: g_d.y - d.y * along,
+            z: g_d.z - d.z * along,
+        },
+        1.0 / r,
+    )
+}
+
+/// A sample's lab position (m), its air path r (m) and direction d.
+#[derive(CubeType, Clone, Copy)]
+pub struct Ray {
+    pub coords: Vec3,
+    pub d: Vec3,
+    pub r: f32,
+}
+
+#[cube]
+fn ray(params: &Array<f32>, slow: i32, fast: i32, os: i32, t: i32, sub_s: i32, sub_f: i32) -> Ray {
+    let coords = detector_coordinates(params, slow, fast, os, t, sub_s, sub_f);
+    let pos = sample_position(params, coords.x, coords.y, coords.z);
+    let r = dot(pos, pos).sqrt();
+    Ray {
+        coords,
+        d: scaled(pos, 1.0 / r),
+        r,
+    }
+}
+
+/// A change ∂L/∂d of a sample's direction, pushed back to the detector frame.
+#[cube]
+fn push_direction(acc: &mut Array<f32>, ray: Ray, g_d: Vec3) {
+    sample_position_adjoint(acc, ray.coords, direction_adjoint(ray.d, ray.r, g_d));
+}
+
+/// The adjoint of `pixel::solid_angle` at `ray` for cotangent `g` of ω: close_distance and
+/// the position.
+#[cube]
+pub fn solid_angle(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, g: f32, #[comptime] point_pixel: bool) {
+    let r = ray.r;
+    let mut g_r = -2.0 * g / (r * r * r);
+    if !point_pixel {
+        let area_over_r3 = params[PIXEL_AREA] / (r * r * r);
+        acc[G_CLOSE_DISTANCE] += g * area_over_r3;
+        g_r = -3.0 * g * area_over_r3 * params[CLOSE_DISTANCE] / r;
+    }
+    // ∂r/∂P = d
+    sample_position_adjoint(acc, ray.coords, scaled(ray.d, g_r));
+}
+
+/// The adjoint of `pixel::capture_fraction` in layer `layer` at `ray` for cotangent `g`: the
+/// parallax ρ = d·o reads o (the scene's `odet_col`) and d.
+#[cube]
+pub fn capture_fraction(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, layer: f32, g: f32) {
+    let odet = load3(params, ODET);
+    let parallax = dot(ray.d, odet);
+    let step_mu = params[STEP_MU];
+    let k = -step_mu / parallax;
+    // C = e^{tk} − e^{(t+1)k}, ∂k/∂ρ = Δzμ/ρ²
+    let dk = layer * (layer * k).exp() - (layer + 1.0) * ((layer + 1.0) * k).exp();
+    let g_parallax = g * dk * step_mu / (parallax * parallax);
+    add3(acc, G_ODET_COL, scaled(ray.d, g_parallax));
+    push_direction(acc, ray, scaled(odet, g_parallax));
+}
+
+/// The adjoint of `pixel::kahn_factor` of source row `row` at `ray` for cotangent `g`: K and
+/// the direction. sin²2θ = |d × i|² as the forward kernel (1 − cos²2θ loses its digits at
+/// small angles in f32, and ∂/∂K sums it with both signs of cos 2ψ over the detector); the
+/// part of ∂/∂d along i enters as its component across d, (d × i) × d, for the same reason.
+#[cube]
+pub fn kahn_factor(sources: &Array<f32>, params: &Array<f32>, acc: &mut Array<f32>, row: usize, ray: Ray, g: f32) {
+    let d = ray.d;
+    let incident = load3(sources, row + INCIDENT);
+    let e_in = load3(sources, row + E_IN);
+    let b_in = load3(sources, row + B_IN);
+    let kahn = params[KAHN];
+    let cos2t = dot(d, incident);
+    let across = cross(d, incident);
+    let sin2 = dot(across, across);
+    let e = dot(d, e_in);
+    let b = dot(d, b_in);
+    let denom = e * e + b * b;
+    let mut cos_two_psi = 1.0;
+    let mut d_e = 0.0;
+    let mut d_b = 0.0;
+    if denom != 0.0 {
+        cos_two_psi = (e * e - b * b) / denom;
+        d_e = 4.0 * e * b * b / (denom * denom);
+        d_b = -4.0 * b * e * e / (denom * denom);
+    }
+    acc[G_KAHN] += g * (-0.5 * cos_two_psi * sin2);
+    // ∂P/∂d = cos2θ·(1 + K·cos2ψ)·i − ½K·sin²2θ·(∂cos2ψ/∂e·E + ∂cos2ψ/∂b·B), with sin²2θ as
+    // 1 − cos²2θ (its gradient along d is projected away anyway)
+    let along_i = g * cos2t * (1.0 + kahn * cos_two_psi);
+    let i_across_d = cross(across, d);
+    let frame = -0.5 * g * kahn * sin2;
+    let g_d = Vec3 {
+        x: along_i * i_across_d.x + frame * (d_e * e_in.x + d_b * b_in.x),
+        y: along_i * i_across_d.y + frame * (d_e * e_in.y + d_b * b_in.y),
+        z: along_i * i_across_d.z + frame * (d_e * e_in.z + d_b * b_in.z),
+    };
+    push_direction(acc, ray, g_d);
+}
+
+/// Whether source row `row` keeps the sample along `d` (`-dmin`).
+#[cube]
+fn kept(params: &Array<f32>, sources: &Array<f32>, row: usize, d: Vec3, #[comptime] dmin: bool) -> bool {
+    let mut keep = true;
+    if dmin {
+        keep = stol(d, load3(sources, row + INCIDENT), sources[row + INV_LAMBDA]) <= params[STOL_MAX];
+    }
+    keep
+}
+
+/// C's cached per-pixel factors: ω of the first sample, the capture fraction of the last
+/// layer's first sample, the polarization of the first kept sample (layer, sub-pixel row and
+/// column, source).
+#[derive(CubeType, Clone, Copy)]
+pub struct PixelFactors {
+    pub omega: f32,
+    pub capture: f32,
+    pub polar: f32,
+    pub polar_found: bool,
+    pub polar_t: i32,
+    pub polar_s: i32,
+    pub polar_f: i32,
+    pub polar_source: u32,
+}
+
+#[cube]
+fn pixel_factors(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    slow: i32,
+    fast: i32,
+    #[comptime] sw: Switches,
+) -> PixelFactors {
+    let os = counts[OVERSAMPLE];
+    let layers = counts[LAYERS];
+    let first = ray(params, slow, fast, os, 0, 0, 0);
+    let mut out = PixelFactors {
+        omega: forward::solid_angle(params, first.r, sw.point_pixel),
+        capture: 1.0,
+        polar: 1.0,
+        polar_found: false,
+        polar_t: 0,
+        polar_s: 0,
+        polar_f: 0,
+        polar_source: 0,
+    };
+    if sw.sensor {
+        let last = ray(params, slow, fast, os, layers - 1, 0, 0);
+        let parallax = dot(last.d, load3(params, ODET));
+        out.capture = forward::capture_fraction(params, parallax, (layers - 1) as f32);
+    }
+    if sw.polar {
+        out.polar = 0.0;
+        let n_sources = counts[SOURCES] as u32;
+        for t in 0..layers {
+            for sub_s in 0..os {
+                for sub_f in 0..os {
+                    let at = ray(params, slow, fast, os, t, sub_s, sub_f);
+                    for si in 0..n_sources {
+                        let row = si as usize * SOURCE_WIDTH;
+                        if !out.polar_found && kept(params, sources, row, at.d, sw.dmin) {
+                            out.polar = forward::kahn_factor(sources, row, at.d, params[KAHN]);
+                            out.polar_found = true;
+                            out.polar_t = t;
+                            out.polar_s = sub_s;
+                            out.polar_f = sub_f;
+                            out.polar_source = si;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every term of orientation row `o` of one pixel, with cotangent `g_term` each: their
+/// adjoints into the thread's orientation accumulators `orient` (a/λ, b/λ, c/λ, then the
+/// offsets) and the rest into `acc`; returns Σ F²·L² of the row.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn orientation_terms(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    hkl: &Array<f32>,
+    o: usize,
+    slow: i32,
+    fast: i32,
+    g_term: f32,
+    acc: &mut Array<f32>,
+    orient: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) -> f32 {
+    let os = counts[OVERSAMPLE];
+    let layers = counts[LAYERS];
+    let per_source = counts[PER_SHOT] as usize / counts[SOURCES] as usize;
+    let row = (o / per_source) * SOURCE_WIDTH;
+    let first = o * ORIENTATION_WIDTH;
+    let axis_a = load3(orientations, first);
+    let axis_b = load3(orientations, first + 3);
+    let axis_c = load3(orientations, first + 6);
+    let mut sum = 0.0;
+    for t in 0..layers {
+        for sub_s in 0..os {
+            for sub_f in 0..os {
+                let at = ray(params, slow, fast, os, t, sub_s, sub_f);
+                let d = at.d;
+                if kept(params, sources, row, d, sw.dmin) {
+                    let h = miller_index(orientations, first, 0, d);
+                    let k = miller_index(orientations, first, 1, d);
+                    let l = miller_index(orientations, first, 2, d);
+                    let lat = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
+                    let f = structure_factor(params, counts, hkl, h, k, l, sw);
+                    let f2 = f.value * f.value;
+                    let l2 = lat.value * lat.value;
+                    sum += f2 * l2;
+                    if f.is_default {
+                        acc[G_DEFAULT_F] += g_term * 2.0 * f.value * l2;
+                    }
+                    let g_l = g_term * 2.0 * lat.value * f2;
+                    acc[G_N_CELLS] += g_l * lat.dna;
+                    acc[G_N_CELLS + 1] += g_l * lat.dnb;
+                    acc[G_N_CELLS + 2] += g_l * lat.dnc;
+                    if sw.gauss {
+                        let g_c = scaled(lat.c, g_l * lat.kappa);
+                        add3(acc, G_RECIP, scaled(g_c, lat.frac.x));
+                        add3(acc, G_RECIP + 3, scaled(g_c, lat.frac.y));
+                        add3(acc, G_RECIP + 6, scaled(g_c, lat.frac.z));
+                    }
+                    let gh = g_l * lat.dh;
+                    let gk = g_l * lat.dk;
+                    let gl = g_l * lat.dl;
+                    // h_v = d·(a_v/λ) − offset_v
+                    add3(orient, 0, scaled(d, gh));
+                    add3(orient, 3, scaled(d, gk));
+                    add3(orient, 6, scaled(d, gl));
+                    orient[OFFSET] -= gh;
+                    orient[OFFSET + 1] -= gk;
+                    orient[OFFSET + 2] -= gl;
+                    let g_d = Vec3 {
+                        x: gh * axis_a.x + gk * axis_b.x + gl * axis_c.x,
+                        y: gh * axis_a.y + gk * axis_b.y + gl * axis_c.y,
+                        z: gh * axis_a.z + gk * axis_b.z + gl * axis_c.z,
+                    };
+                    push_direction(acc, at, g_d);
+                }
+            }
+        }
+    }
+    sum
+}
+
+/// The cached factors' adjoints, once the pixel's sum `total` = I_bg + Σ F²·L² is known;
+/// `weight` = ∂L/∂I of the pixel, `scale` = r_e²·fluence/steps.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn factor_adjoints(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    slow: i32,
+    fast: i32,
+    factors: PixelFactors,
+    total: f32,
+    weight: f32,
+    scale: f32,
+    acc: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) {
+    let os = counts[OVERSAMPLE];
+    let layers = counts[LAYERS];
+    let omega = factors.omega;
+    let polar = factors.polar;
+    let capture = factors.capture;
+    acc[G_SCALE] += weight * total * omega * polar * capture;
+    acc[G_I_BG] += weight * scale * omega * polar * capture;
+    let g = weight * scale * total;
+    solid_angle(
+        params,
+        acc,
+        ray(params, slow, fast, os, 0, 0, 0),
+        g * polar * capture,
+        sw.point_pixel,
+    );
+    if sw.sensor {
+        let last = ray(params, slow, fast, os, layers - 1, 0, 0);
+        capture_fraction(params, acc, last, (layers - 1) as f32, g * omega * polar);
+    }
+    if sw.polar && factors.polar_found {
+        let at = ray(
+            params,
+            slow,
+            fast,
+            os,
+            factors.polar_t,
+            factors.polar_s,
+            factors.polar_f,
+        );
+        let row = factors.polar_source as usize * SOURCE_WIDTH;
+        kahn_factor(sources, params, acc, row, at, g * omega * capture);
+    }
+}
+
+/// The workgroup's sum of `values[from..from + 12]` over its threads, in thread order, into
+/// `partials[at..at + 12]`. Every thread of the workgroup calls it (it synchronises them).
+#[cube]
+fn reduce_chunk(
+    values: &Array<f32>,
+    from: usize,
+    shared: &mut SharedMemory<f32>,
+    partials: &mut Array<f32>,
+    at: usize,
+    unit: usize,
+) {
+    for j in 0..G_CHUNK {
+        shared[unit * G_CHUNK + j] = values[from + j];
+    }
+    sync_cube();
+    if unit < G_CHUNK {
+        let mut s = 0.0;
+        for t in 0..WORKGROUP {
+            s += shared[t * G_CHUNK + unit];
+        }
+        partials[at + unit] = s;
+    }
+    sync_cube();
+}
+
+/// One invocation per image pixel (x = fast, y = slow, one shot), 64 per workgroup along
+/// fast: the workgroup's Σ_p w_p·∂I_p/∂z into its row of `partials` `[workgroups,
+/// G_GLOBALS + 12·orientations]` (the layout's `G_*` slots, then a/λ, b/λ, c/λ and the
+/// offsets of each orientation row). `weights` `[spixels·fpixels]` is ∂L/∂I; pixels outside
+/// the ROI, masked or of weight 0 add nothing. The other inputs are the render's
+/// ([`super::pixel::render_pixels`]).
+#[allow(clippy::too_many_arguments)]
+#[cube(launch_unchecked)]
+pub fn pixel_vjp(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    scales: &Array<f32>,
+    hkl: &Array<f32>,
+    mask: &Array<f32>,
+    weights: &Array<f32>,
+    partials: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) {
+    let fpixels = counts[FPIXELS] as usize;
+    let fast_at = ABSOLUTE_POS_X as usize;
+    let slow_at = ABSOLUTE_POS_Y as usize;
+    let slow = slow_at as i32;
+    let fast = fast_at as i32;
+    let rendered = fast_at < fpixels && is_rendered(counts, mask, slow, fast, sw.masked);
+    let mut weight = 0.0;
+    if rendered {
+        weight = weights[slow_at * fpixels + fast_at];
+    }
+    let active = weight != 0.0;
+    let per_shot = counts[PER_SHOT] as usize;
+    let width = G_GLOBALS + per_shot * ORIENTATION_WIDTH;
+    let row = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize * width;
+    let unit = UNIT_POS_X as usize;
+    let scale = scales[0];
+    let mut shared = SharedMemory::<f32>::new(WORKGROUP * G_CHUNK);
+    let mut acc = Array::<f32>::new(G_GLOBALS);
+    for j in 0..G_GLOBALS {
+        acc[j] = 0.0;
+    }
+    let mut orient = Array::<f32>::new(ORIENTATION_WIDTH);
+    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
+    let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
+    let mut total = params[I_BG];
+    for o in 0..per_shot {
+        for j in 0..ORIENTATION_WIDTH {
+            orient[j] = 0.0;
+        }
+        if active {
+            total += orientation_terms(
+                params,
+                counts,
+                sources,
+                orientations,
+                hkl,
+                o,
+                slow,
+                fast,
+                g_term,
+                &mut acc,
+                &mut orient,
+                sw,
+            );
+        }
+        reduce_chunk(
+            &orient,
+            0,
+            &mut shared,
+            partials,
+            row + G_GLOBALS + o * ORIENTATION_WIDTH,
+            unit,
+        );
+    }
+    if active {
+        factor_adjoints(
+            params, counts, sources, slow, fast, factors, total, weight, scale, &mut acc, sw,
+        );
+    }
+    for c in 0..G_GLOBALS / G_CHUNK {
+        reduce_chunk(&acc, c * G_CHUNK, &mut shared, partials, row + c * G_CHUNK, unit);
+    }
+}
+
+/// Whether pixel (slow, fast) of the image is rendered: inside the ROI and, with a mask, not
+/// masked.
+#[cube]
+fn is_rendered(counts: &Array<i32>, mask: &Array<f32>, slow: i32, fast: i32, #[comptime] masked: bool) -> bool {
+    let mut rendered = slow >= counts[ROW0] && slow < counts[ROW1] && fast >= counts[COL0] && fast < counts[COL1];
+    if masked && rendered {
+        let width = counts[COL1] - counts[COL0];
+        let position = (slow - counts[ROW0]) * width + fast - counts[COL0];
+        rendered = mask[position as usize] != 0.0;
+    }
+    rendered
+}
+
+/// One invocation per image pixel (x = fast, y = slow, one shot): the derivative images
+/// `derivatives[k·P + pixel]` = dI_p/dθ_k = Σ_z ∂I_p/∂z·t_k[z] for the tangents `tangents`
+/// `[K, width]` (t_k = ∂z/∂θ_k in the layout of [`pixel_vjp`]'s rows), 0 outside the ROI and
+/// where masked: the adjoint of each pixel with weight 1, contracted with the tangents where
+/// [`pixel_vjp`] reduces over the workgroup (forward mode's result, one launch).
+#[allow(clippy::too_many_arguments)]
+#[cube(launch_unchecked)]
+pub fn pixel_derivatives(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    scales: &Array<f32>,
+    hkl: &Array<f32>,
+    mask: &Array<f32>,
+    tangents: &Array<f32>,
+    derivatives: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) {
+    let fpixels = counts[FPIXELS] as usize;
+    let pixels = fpixels * counts[SPIXELS] as usize;
+    let fast_at = ABSOLUTE_POS_X as usize;
+    let slow_at = ABSOLUTE_POS_Y as usize;
+    let pixel = slow_at * fpixels + fast_at;
+    if fast_at >= fpixels || pixel >= pixels {
+        terminate!();
+    }
+    let per_shot = counts[PER_SHOT] as usize;
+    let width = G_GLOBALS + per_shot * ORIENTATION_WIDTH;
+    let n = tangents.len() / width;
+    for k in 0..n {
+        derivatives[k * pixels + pixel] = 0.0;
+    }
+    let slow = slow_at as i32;
+    let fast = fast_at as i32;
+    if !is_rendered(counts, mask, slow, fast, sw.masked) {
+        terminate!();
+    }
+    let scale = scales[0];
+    let mut acc = Array::<f32>::new(G_GLOBALS);
+    for j in 0..G_GLOBALS {
+        acc[j] = 0.0;
+    }
+    let mut orient = Array::<f32>::new(ORIENTATION_WIDTH);
+    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
+    let g_term = scale * factors.omega * factors.polar * factors.capture;
+    let mut total = params[I_BG];
+    for o in 0..per_shot {
+        for j in 0..ORIENTATION_WIDTH {
+            orient[j] = 0.0;
+        }
+        total += orientation_terms(
+            params,
+            counts,
+            sources,
+            orientations,
+            hkl,
+            o,
+            slow,
+            fast,
+            g_term,
+            &mut acc,
+            &mut orient,
+            sw,
+        );
+        for k in 0..n {
+            let at = k * width + G_GLOBALS + o * ORIENTATION_WIDTH;
+            let mut s = 0.0;
+            for j in 0..ORIENTATION_WIDTH {
+                s += orient[j] * tangents[at + j];
+            }
+            derivatives[k * pixels + pixel] += s;
+        }
+    }
+    factor_adjoints(
+        params, counts, sources, slow, fast, factors, total, 1.0, scale, &mut acc, sw,
+    );
+    for k in 0..n {
+        let mut s = 0.0;
+        for j in 0..G_GLOBALS {
+            s += acc[j] * tangents[k * width + j];
+        }
+        derivatives[k * pixels + pixel] += s;
+    }
+}
+
+/// `sums[j]` = Σ_b `partials[b·width + j]`, b in order (width = `sums`' length): the second
+/// launch of the vector–Jacobian product.
+#[cube(launch_unchecked)]
+pub fn sum_partials(partials: &Array<f32>, sums: &mut Array<f32>) {
+    let j = ABSOLUTE_POS;
+    let width = sums.len();
+    if j < width {
+        let rows = partials.len() / width;
+        let mut s = 0.0;
+        for b in 0..rows {
+            s += partials[b * width + j];
+        }
+        sums[j] = s;
+    }
+}

@@ -1,0 +1,263 @@
+//! The vector–Jacobian kernel from the host: which jobs it covers, its launch
+//! ([`PixelKernel::pixel_vjp`], [`super::adjoint`]) and its sums as gradients of the scene's
+//! variables ([`SceneTensors::variables`]), which the small host product (∂z/∂θ)ᵀ·g_z turns
+//! into the parameters' gradients (`gradient::scene_to_params`).
+
+use super::layout as at;
+use super::{readback, runs_on, upload, PixelJob, PixelKernel, VjpShape};
+use crate::config::SimConfig;
+use crate::derivative::{self, DerivativeImage};
+use crate::diff::host::Host;
+use crate::engine::init_cpu_dtype;
+use crate::error::{Error, Result};
+use crate::gradient::{scene_to_params, ParamGradient};
+use crate::params::Params;
+use crate::scene::{tensor2, to_host, Scene, SceneTensors};
+use crate::setup::{Experiment, R_E_SQR};
+use crate::simulate::Image;
+use burn::backend::ndarray::NdArrayDevice;
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
+
+/// Whether the vector–Jacobian kernel covers `job`: one shot, no tricubic interpolation, a
+/// planar detector, none of the `-oversample_*` products. (Structure-factor grids are covered
+/// without a gradient for their values: see [`super::adjoint`].)
+pub fn kernel_covers(job: &PixelJob) -> bool {
+    let s = job.switches;
+    job.shots == 1 && !(s.tricubic || s.curved || s.oversample_thick || s.oversample_polar || s.oversample_omega)
+}
+
+/// Σ_p w_p·∂I_p/∂z by the kernel for `job` (of `exp`), `weights` = ∂L/∂I `[spixels,
+/// fpixels]` (f32) on `device`: `[G_GLOBALS + 12·C]` in the [`super::layout`] `G_*` slots,
+/// then the 12 numbers of each orientation row; `None` where `B` has no kernel.
+pub fn kernel_sums<B: PixelKernel>(
+    job: &PixelJob,
+    exp: &Experiment,
+    weights: Tensor<B, 2>,
+    device: &B::Device,
+) -> Result<Option<Vec<f32>>> {
+    let d = &exp.detector;
+    let shape = VjpShape {
+        switches: job.switches,
+        spixels: d.spixels,
+        fpixels: d.fpixels,
+        width: at::G_GLOBALS + job.orientations.len(),
+        derivatives: 0,
+    };
+    let inputs = upload::<B>(job, device);
+    let Some(sums) = B::pixel_vjp(inputs, weights.into_primitive().tensor(), shape) else {
+        return Ok(None);
+    };
+    let sums = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(sums));
+    sums.into_data().into_vec::<f32>().map(Some).map_err(readback)
+}
+
+/// The kernel's sums as Σ_p w_p·∂I_p/∂z for each of `base`'s [`SceneTensors::variables`] z,
+/// in their order (0 for the variables the kernel has no gradient of: 1/λ, the structure
+/// factor grid, the curved detector's axes and distance).
+pub fn scene_variable_gradients<B: Backend>(
+    exp: &Experiment,
+    base: &SceneTensors<B>,
+    sums: &[f32],
+    device: &B::Device,
+) -> Result<Vec<Vec<f64>>> {
+    let g = |from: usize, n: usize| sums[from..from + n].iter().map(|&v| v as f64).collect::<Vec<f64>>();
+    let zeros = base.variables().into_iter().map(|t| t.zeros_like()).collect();
+    let mut grad = base.clone().with_variables(zeros);
+    let (coef, offset) = orientation_gradients(&sums[at::G_GLOBALS..]);
+    let c = offset.len() / 3;
+    grad.coef = tensor2(coef, [3, 3 * c], device);
+    grad.offset = tensor2(offset, [1, 3 * c], device);
+    let basis = [g(at::G_FDET, 3), g(at::G_SDET, 3), g(at::G_ODET, 3)].concat();
+    grad.basis = tensor2(basis, [3, 3], device);
+    grad.pix0 = tensor2(g(at::G_PIX0, 3), [1, 3], device);
+    grad.odet_col = tensor2(g(at::G_ODET_COL, 3), [3, 1], device);
+    grad.close_distance = tensor2(g(at::G_CLOSE_DISTANCE, 1), [1, 1], device);
+    // scale = r_e²·fluence/steps
+    let fluence = sums[at::G_SCALE] as f64 * R_E_SQR / exp.steps as f64;
+    grad.fluence = tensor2(vec![fluence], [1, 1], device);
+    let one = |slot: usize| tensor2(g(slot, 1), [1, 1], device);
+    if let Some(l) = &mut grad.lattice {
+        l.n = tensor2(g(at::G_N_CELLS, 3), [1, 3], device);
+        l.recip = tensor2(g(at::G_RECIP, 9), [1, 9], device);
+    }
+    if grad.kahn.is_some() {
+        grad.kahn = Some(one(at::G_KAHN));
+    }
+    // the job's default_F: the grid's when it has one (`PixelJob::of_scene_tensors`)
+    match grad.hkl.as_mut().and_then(|h| h.default_f_tensor.as_mut()) {
+        Some(f) => *f = one(at::G_DEFAULT_F),
+        None if grad.default_f.is_some() => grad.default_f = Some(one(at::G_DEFAULT_F)),
+        None => {}
+    }
+    if grad.i_bg.is_some() {
+        grad.i_bg = Some(one(at::G_I_BG));
+    }
+    grad.variables().into_iter().map(to_host).collect()
+}
+
+/// The orientation rows' sums (12 a row: a/λ, b/λ, c/λ, then the offsets) in the scene's
+/// layouts: `coef` `[3, 3C]` (axis, then vector, then row) and `offset` `[1, 3C]`.
+fn orientation_gradients(rows: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let c = rows.len() / at::ORIENTATION_WIDTH;
+    let mut coef = vec![0.0; 9 * c];
+    let mut offset = vec![0.0; 3 * c];
+    for (ci, row) in rows.chunks_exact(at::ORIENTATION_WIDTH).enumerate() {
+        for v in 0..3 {
+            for axis in 0..3 {
+                coef[axis * 3 * c + v * c + ci] = row[3 * v + axis] as f64;
+            }
+            offset[v * c + ci] = row[at::OFFSET + v] as f64;
+        }
+    }
+    (coef, offset)
+}
+
+/// The image of `exp` at the configuration's parameters and Σ_p w_p·∂I_p/∂θ for every
+/// parameter of [`Params::new`], by the kernel on `device`: the render, then the
+/// vector–Jacobian kernel, the scene and its Jacobian evaluated on the host in f64
+/// ([`crate::gradient::image_vjp`]'s fast path on a GPU). `weights` fast-major over the
+/// detector (`None` = all ones). `None` where `B` has no kernel, a launch does not fit, the
+/// process renders on the CPU in f32, the kernel does not cover the configuration
+/// ([`kernel_covers`]) or it has a structure-factor grid (whose values are parameters).
+pub fn image_vjp<B: PixelKernel>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    weights: Option<&[f32]>,
+    device: &B::Device,
+) -> Result<Option<(Image, Vec<ParamGradient>)>> {
+    let cpu = NdArrayDevice::Cpu;
+    if !runs_on::<B>(exp, 1) || init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+        return Ok(None);
+    }
+    let params = Params::<Autodiff<Host>>::new(cfg, exp, &cpu).map_tensors(|t| t.require_grad());
+    let host = Scene::new(exp);
+    let graph = params.scene(cfg, exp, &cpu);
+    let z = graph.variables();
+    let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
+    let job = PixelJob::of_scene_tensors(exp, &host, &base)?;
+    if !kernel_covers(&job) || params.structure_factors.is_some() {
+        return Ok(None);
+    }
+    let d = &exp.detector;
+    let w = match weights {
+        Some(w) if w.len() != d.pixels() => {
+            return Err(Error::Config(format!("{} weights for {} pixels", w.len(), d.pixels())))
+        }
+        Some(w) => w.to_vec(),
+        None => vec![1.0; d.pixels()],
+    };
+    let Some(mut images) = super::render::<B>(exp, &host, device)? else {
+        return Ok(None);
+    };
+    let w = Tensor::<B, 2>::from_data(TensorData::new(w, [d.spixels, d.fpixels]), (device, DType::F32));
+    let Some(sums) = kernel_sums::<B>(&job, exp, w, device)? else {
+        return Ok(None);
+    };
+    let g = scene_variable_gradients(exp, &base, &sums, &cpu)?;
+    let gradients = scene_to_params(&params, z, g, &cpu)?;
+    Ok(Some((images.remove(0), gradients)))
+}
+
+/// The image of `exp` and the derivative images `names` ([`crate::derivative::DERIVATIVES`],
+/// in their flags' units) by the kernel on `device`: the scene's Jacobian columns for the
+/// names on the host in f64 ([`crate::derivative`]'s first step), then one launch of the
+/// derivative-image kernel ([`PixelKernel::pixel_derivatives`]). `None` where `B` has no
+/// kernel, a launch does not fit, the process renders on the CPU in f32 or the kernel does not
+/// cover the configuration ([`kernel_covers`]).
+pub fn derivative_images<B: PixelKernel>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    names: &[&str],
+    device: &B::Device,
+) -> Result<Option<(Image, Vec<DerivativeImage>)>> {
+    let cpu = NdArrayDevice::Cpu;
+    if !runs_on::<B>(exp, 1) || init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+        return Ok(None);
+    }
+    let specs = names.iter().map(|n| derivative::find(n)).collect::<Result<Vec<_>>>()?;
+    let params = Params::<Host>::new(cfg, exp, &cpu);
+    if let Some(s) = specs.iter().find(|s| params.get(s.param).is_none()) {
+        return Err(derivative::missing(s));
+    }
+    let host = Scene::new(exp);
+    let job = PixelJob::new(exp, &host);
+    if !kernel_covers(&job) {
+        return Ok(None);
+    }
+    let n = specs.len();
+    let c = host.orientations;
+    let jac = derivative::scene_jacobian::<Autodiff<Host>>(cfg, exp, &[], &specs, n, c, &cpu)?;
+    let width = at::G_GLOBALS + job.orientations.len();
+    let tangents = kernel_tangents(exp, &jac, n, c, width);
+    let Some(mut images) = super::render::<B>(exp, &host, device)? else {
+        return Ok(None);
+    };
+    let d = &exp.detector;
+    let shape = VjpShape {
+        switches: job.switches,
+        spixels: d.spixels,
+        fpixels: d.fpixels,
+        width,
+        derivatives: n,
+    };
+    let tangents = Tensor::<B, 2>::from_data(TensorData::new(tangents, [n, width]), (device, DType::F32));
+    let inputs = upload::<B>(&job, device);
+    let Some(out) = B::pixel_derivatives(inputs, tangents.into_primitive().tensor(), shape) else {
+        return Ok(None);
+    };
+    let out = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(out));
+    let data = out.into_data().into_vec::<f32>().map_err(readback)?;
+    let derivatives = specs
+        .iter()
+        .zip(data.chunks(d.pixels().max(1)))
+        .map(|(s, image)| DerivativeImage {
+            spec: **s,
+            data: image.iter().map(|&v| (v as f64 * s.per_unit) as f32).collect(),
+        })
+        .collect();
+    Ok(Some((images.remove(0), derivatives)))
+}
+
+/// The Jacobian columns ∂z/∂θ_i of the derivative module's scene vector (component-major
+/// `[m, n]`, [`derivative::layout`] order) as the kernel's tangents `[n, width]`, in the
+/// vector–Jacobian layout (the curved detector's axes and distance, unused by the kernel, are
+/// left out).
+fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, c: usize, width: usize) -> Vec<f32> {
+    let mut rows = std::collections::HashMap::new();
+    let mut row = 0;
+    for (name, len) in derivative::layout(c) {
+        rows.insert(name, row);
+        row += len;
+    }
+    let column = |name: &str, k: usize, i: usize| jac[(rows[name] + k) * n + i];
+    let mut t = vec![0.0f64; n * width];
+    for (i, ti) in t.chunks_mut(width).enumerate() {
+        let mut copy = |slot: usize, name: &str, len: usize| {
+            for k in 0..len {
+                ti[slot + k] = column(name, k, i);
+            }
+        };
+        copy(at::G_FDET, "basis", 9);
+        copy(at::G_PIX0, "pix0", 3);
+        copy(at::G_ODET_COL, "odet", 3);
+        copy(at::G_CLOSE_DISTANCE, "close_distance", 1);
+        copy(at::G_N_CELLS, "n_cells", 3);
+        copy(at::G_RECIP, "recip", 9);
+        copy(at::G_KAHN, "kahn", 1);
+        copy(at::G_DEFAULT_F, "default_f", 1);
+        copy(at::G_I_BG, "i_bg", 1);
+        ti[at::G_SCALE] = column("fluence", 0, i) * R_E_SQR / exp.steps as f64;
+        for ci in 0..c {
+            let o = at::G_GLOBALS + ci * at::ORIENTATION_WIDTH;
+            for v in 0..3 {
+                for axis in 0..3 {
+                    ti[o + 3 * v + axis] = column("coef", axis * 3 * c + v * c + ci, i);
+                }
+                ti[o + at::OFFSET + v] = column("offset", v * c + ci, i);
+            }
+        }
+    }
+    t.into_iter().map(|v| v as f32).collect()
+}

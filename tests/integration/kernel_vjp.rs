@@ -1,0 +1,226 @@
+//! The vector–Jacobian kernel (`src/kernel/adjoint.rs`) against the tensor stages in f64:
+//! `Engine::image_vjp` on the fused wgpu engine runs it wherever it covers the configuration
+//! (`kernel::vjp::kernel_covers`), and its gradients of Σ w·I must equal the CPU f64 engine's
+//! for every parameter (‖Δ‖/‖ref‖ ≤ 1e-2, cosine ≥ 0.9999: `common::assert_gradients_agree`).
+//! The configurations span what the kernel covers: the four spot shapes, the detector
+//! conventions and pivots, mosaic domains and φ steps, sources (divergence, dispersion),
+//! polarization, `-dmin`, absorption layers, point pixels, ROI, water and oversampling.
+//! Repeated products return the same bits.
+//!
+//! On llvmpipe without a GPU (CI); skips with a message when no wgpu adapter exists, unless
+//! `NANOBRAGG_REQUIRE_WGPU=1`.
+#![cfg(feature = "gpu")]
+
+use crate::common;
+use common::setup;
+
+use burn::backend::wgpu::WgpuDevice;
+use nanobragg::engine::{Engine, Precision, WgpuFused};
+use nanobragg::gradient::ParamGradient;
+use nanobragg::simulate::RenderOptions;
+
+const FUSED: Engine = Engine::Wgpu { fusion: true };
+const CPU: Engine = Engine::Cpu {
+    precision: Precision::F64,
+};
+
+/// The crystal and beam every configuration starts from (triclinic, misset).
+const BASE: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -distance 80 \
+    -pixel 0.4 -detpixels 24";
+
+/// What each configuration adds to [`BASE`].
+const CONFIGURATIONS: &[(&str, &str)] = &[
+    (
+        "square, rotated detector, 2θ",
+        "-detector_rotx 2 -detector_roty 1 -detector_rotz 1 -twotheta 3 -oversample 1",
+    ),
+    (
+        "mosaic, φ, polarization, water, oversample 2",
+        "-mosaic 0.5 -mosaic_dom 3 -phi 5 -osc 2 -phisteps 2 -polar 0.8 -water 50 -oversample 2",
+    ),
+    ("round, fudge", "-round_xtal -fudge 0.7 -N 6 -oversample 1"),
+    ("gauss, fudge", "-gauss_xtal -fudge 0.8 -N 6 -oversample 1"),
+    ("tophat", "-tophat_spots -N 6 -oversample 1"),
+    (
+        "absorption layers",
+        "-detector_abs 300 -detector_thick 100 -thicksteps 3 -oversample 1",
+    ),
+    (
+        "nopolar, point pixel",
+        "-nopolar -point_pixel -distance 60 -oversample 1",
+    ),
+    (
+        "divergence, dispersion, dmin",
+        "-divergence 0.5 -divsteps 3 -dispersion 2 -dispsteps 3 -dmin 4 -oversample 1",
+    ),
+    (
+        "xds, sample pivot",
+        "-xds -ORGX 10 -ORGY 13 -detector_rotx 3 -oversample 1",
+    ),
+    ("dials, roi", "-dials -Xbeam 5 -Ybeam 4 -roi 3 20 2 21 -oversample 1"),
+    (
+        "spindle, φ, flux",
+        "-spindle_axis 0 1 0 -phi 30 -osc 2 -phisteps 3 -flux 1e12 -exposure 2 -beamsize 0.05 -oversample 1",
+    ),
+];
+
+/// Weights that vary along both axes (a transposed image would give another sum).
+fn weights(n: usize) -> Vec<f32> {
+    (0..n).map(|i| 1.0 + ((i * 7919) % 13) as f32 / 13.0).collect()
+}
+
+/// Σ w·I's gradients by the kernel (checked to be the kernel's: `kernel::vjp::image_vjp`
+/// answers for the configuration) and by the CPU f64 engine.
+fn kernel_and_reference(flags: &str) -> (Vec<ParamGradient>, Vec<ParamGradient>) {
+    let (cfg, exp) = setup(flags);
+    let w = weights(exp.detector.pixels());
+    let by_kernel = nanobragg::kernel::vjp::image_vjp::<WgpuFused>(&cfg, &exp, Some(&w), &WgpuDevice::default())
+        .unwrap()
+        .unwrap_or_else(|| panic!("{flags}: the kernel does not cover this configuration"));
+    let by_engine = FUSED
+        .image_vjp(&cfg, &exp, Some(&w), &RenderOptions::default())
+        .unwrap();
+    assert_eq!(
+        by_engine.1, by_kernel.1,
+        "{flags}: Engine::image_vjp did not take the kernel"
+    );
+    let (_, reference) = CPU.image_vjp(&cfg, &exp, Some(&w), &RenderOptions::default()).unwrap();
+    (by_kernel.1, reference)
+}
+
+#[test]
+fn kernel_gradients_equal_the_tensor_stages_in_f64() {
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    for (name, extra) in CONFIGURATIONS {
+        let flags = format!("{BASE} {extra}");
+        let (by_kernel, reference) = kernel_and_reference(&flags);
+        assert_eq!(by_kernel.len(), reference.len());
+        let mut reached = 0;
+        for (k, c) in by_kernel.iter().zip(&reference) {
+            assert_eq!(k.name, c.name);
+            reached += c.values.iter().any(|&g| g != 0.0) as usize;
+            common::assert_gradients_agree(&format!("{name}: ∂L/∂{}", k.name), &k.values, &c.values);
+        }
+        // TOPHAT spots are flat: the crystal's orientation moves no intensity
+        let least = if name.starts_with("tophat") { 8 } else { 10 };
+        assert!(reached >= least, "{name}: only {reached} parameters have a gradient");
+    }
+}
+
+/// The partials are summed in a fixed order (per workgroup in thread order, then the
+/// workgroups in order): 20 products give the same bits.
+#[test]
+fn kernel_gradients_repeat_bit_for_bit() {
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    let flags = format!("{BASE} {}", CONFIGURATIONS[1].1);
+    let (cfg, exp) = setup(&flags);
+    let w = weights(exp.detector.pixels());
+    let product = || {
+        nanobragg::kernel::vjp::image_vjp::<WgpuFused>(&cfg, &exp, Some(&w), &WgpuDevice::default())
+            .unwrap()
+            .unwrap()
+            .1
+    };
+    let first = product();
+    for round in 1..20 {
+        assert_eq!(product(), first, "round {round}");
+    }
+}
+
+/// The kernel's `image_vjp` declines what it does not cover (the curved detector, the
+/// `-oversample_*` products), which the engine then answers with the tensor stages.
+#[test]
+fn configurations_outside_the_kernel_fall_back_to_the_tensor_stages() {
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    for extra in ["-curved_det -oversample 1", "-oversample 2 -oversample_omega"] {
+        let (cfg, exp) = setup(&format!("{BASE} {extra}"));
+        let none = nanobragg::kernel::vjp::image_vjp::<WgpuFused>(&cfg, &exp, None, &WgpuDevice::default()).unwrap();
+        assert!(
+            none.is_none(),
+            "{extra}: the kernel claims a configuration it does not cover"
+        );
+    }
+}
+
+/// Derivative images by the kernel (`Engine::derivatives` on the fused engine) against the CPU
+/// f64 engine's: correlation ≥ 0.999 and max |Δ| ≤ 1e-3 of the reference's maximum, for
+/// every name on configurations across the kernel's coverage.
+#[test]
+fn kernel_derivative_images_equal_the_tensor_stages_in_f64() {
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    let common_names = [
+        "distance",
+        "Xbeam",
+        "Ybeam",
+        "cell_a",
+        "cell_gamma",
+        "misset_y",
+        "phi",
+        "lambda",
+        "Na",
+        "fluence",
+        "default_F",
+        "detector_roty",
+        "twotheta",
+    ];
+    let cases: [(&str, &[&str]); 4] = [
+        (CONFIGURATIONS[1].1, &["polar", "mosaic", "water", "cell_b", "Nc"]),
+        (CONFIGURATIONS[3].1, &["cell_c", "Nb"]),
+        (CONFIGURATIONS[5].1, &["polar", "detector_rotx"]),
+        (CONFIGURATIONS[7].1, &["dispersion", "misset_z"]),
+    ];
+    for (extra, more) in cases {
+        let flags = format!("{BASE} {extra}");
+        let (cfg, exp) = setup(&flags);
+        let names: Vec<&str> = common_names.iter().chain(more).copied().collect();
+        let (_, by_kernel) =
+            nanobragg::kernel::vjp::derivative_images::<WgpuFused>(&cfg, &exp, &names, &WgpuDevice::default())
+                .unwrap()
+                .unwrap_or_else(|| panic!("{flags}: the kernel does not cover this configuration"));
+        let by_engine = FUSED
+            .derivatives(&cfg, &exp, &names, &RenderOptions::default())
+            .unwrap();
+        assert_eq!(
+            by_engine, by_kernel,
+            "{flags}: Engine::derivatives did not take the kernel"
+        );
+        let reference = CPU.derivatives(&cfg, &exp, &names, &RenderOptions::default()).unwrap();
+        for (k, c) in by_kernel.iter().zip(&reference) {
+            assert_eq!(k.spec.name, c.spec.name);
+            let max = c.data.iter().fold(0.0f64, |m, &v| m.max((v as f64).abs()));
+            let worst = k
+                .data
+                .iter()
+                .zip(&c.data)
+                .map(|(a, b)| (a - b).abs() as f64)
+                .fold(0.0, f64::max);
+            if max == 0.0 {
+                assert!(
+                    worst == 0.0,
+                    "{extra}: d/d{} is 0 on the CPU, up to {worst:e} by the kernel",
+                    c.spec.name
+                );
+                continue;
+            }
+            let corr = common::correlation(&k.data, &c.data);
+            println!(
+                "{extra}: d/d{}: corr {corr:.6}, max |Δ|/max {:.1e}",
+                c.spec.name,
+                worst / max
+            );
+            assert!(
+                corr >= 0.999 && worst <= 1e-3 * max,
+                "{extra}: d/d{}: corr {corr}, max |Δ| {worst:e} of {max:e}",
+                c.spec.name
+            );
+        }
+    }
+}
