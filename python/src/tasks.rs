@@ -60,6 +60,19 @@ impl BackendTask for VjpAt<'_> {
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
         let At { cfg, exp, values, opts } = self.at;
         let params = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.map_tensors(|t| t.detach().require_grad());
+        // on a GPU, the render and vector–Jacobian kernels where they cover the configuration
+        let weights_fit = self.weights.is_none_or(|w| w.len() == exp.detector.pixels());
+        if opts.pixel_kernel && weights_fit {
+            let w = self.weights;
+            let weigh = |pixels: &[u32], _: &[f64]| {
+                let weights = pixels.iter().map(|&p| w.map_or(1.0, |w| w[p as usize] as f64));
+                (0.0, weights.collect())
+            };
+            let at = params.values()?;
+            if let Some(vjp) = nanobragg::kernel::vjp::weighted_vjp::<B>(cfg, exp, &at, &weigh, device)? {
+                return Ok((vjp.image, vjp.gradients));
+            }
+        }
         image_vjp(cfg, exp, &params, self.weights, &opts, device)
     }
 }
@@ -74,6 +87,12 @@ impl BackendTask for DerivativesAt<'_> {
     type Output = (Image, Vec<DerivativeImage>);
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
         let At { cfg, exp, values, opts } = self.at;
+        // on a GPU, the derivative-image kernel (at the configuration's own parameters)
+        if opts.pixel_kernel && values.is_empty() {
+            if let Some(out) = nanobragg::kernel::vjp::derivative_images::<B>(cfg, exp, self.names, device)? {
+                return Ok(out);
+            }
+        }
         derivative_images_at::<Autodiff<B>>(cfg, exp, values, self.names, &opts, device)
     }
 }

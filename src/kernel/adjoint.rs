@@ -611,12 +611,13 @@ fn factor_adjoints(
 #[cube]
 fn reduce_chunk(
     values: &Array<f32>,
-    from: usize,
+    #[comptime] from: usize,
     shared: &mut SharedMemory<f32>,
     partials: &mut Array<f32>,
     at: usize,
     unit: usize,
 ) {
+    #[unroll]
     for j in 0..G_CHUNK {
         shared[unit * G_CHUNK + j] = values[from + j];
     }
@@ -669,6 +670,7 @@ pub fn pixel_vjp(
     let scale = scales[0];
     let mut shared = SharedMemory::<f32>::new(WORKGROUP * G_CHUNK);
     let mut acc = Array::<f32>::new(G_GLOBALS);
+    #[unroll]
     for j in 0..G_GLOBALS {
         acc[j] = 0.0;
     }
@@ -677,6 +679,7 @@ pub fn pixel_vjp(
     let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
     let mut total = params[I_BG];
     for o in 0..per_shot {
+        #[unroll]
         for j in 0..ORIENTATION_WIDTH {
             orient[j] = 0.0;
         }
@@ -698,7 +701,7 @@ pub fn pixel_vjp(
         }
         reduce_chunk(
             &orient,
-            0,
+            0usize,
             &mut shared,
             partials,
             row + G_GLOBALS + o * ORIENTATION_WIDTH,
@@ -710,7 +713,8 @@ pub fn pixel_vjp(
             params, counts, sources, slow, fast, factors, total, weight, scale, &mut acc, sw,
         );
     }
-    for c in 0..G_GLOBALS / G_CHUNK {
+    #[unroll]
+    for c in 0usize..G_GLOBALS / G_CHUNK {
         reduce_chunk(&acc, c * G_CHUNK, &mut shared, partials, row + c * G_CHUNK, unit);
     }
 }
@@ -768,6 +772,7 @@ pub fn pixel_derivatives(
     }
     let scale = scales[0];
     let mut acc = Array::<f32>::new(G_GLOBALS);
+    #[unroll]
     for j in 0..G_GLOBALS {
         acc[j] = 0.0;
     }
@@ -776,6 +781,7 @@ pub fn pixel_derivatives(
     let g_term = scale * factors.omega * factors.polar * factors.capture;
     let mut total = params[I_BG];
     for o in 0..per_shot {
+        #[unroll]
         for j in 0..ORIENTATION_WIDTH {
             orient[j] = 0.0;
         }
@@ -796,6 +802,7 @@ pub fn pixel_derivatives(
         for k in 0..n {
             let at = k * width + G_GLOBALS + o * ORIENTATION_WIDTH;
             let mut s = 0.0;
+            #[unroll]
             for j in 0..ORIENTATION_WIDTH {
                 s += orient[j] * tangents[at + j];
             }
@@ -807,6 +814,7 @@ pub fn pixel_derivatives(
     );
     for k in 0..n {
         let mut s = 0.0;
+        #[unroll]
         for j in 0..G_GLOBALS {
             s += acc[j] * tangents[k * width + j];
         }

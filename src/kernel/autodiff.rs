@@ -4,17 +4,19 @@
 //! * **Forward:** the parameters' values are read back, the scene is evaluated from them on the
 //!   host in f64 and the inner backend's kernel renders it ([`super::images_at`]). The device
 //!   runs the kernel alone: no graph from the parameters to the scene is built there.
-//! * **Backward:** with w = ∂L/∂I read back, the vector–Jacobian product Σ_p w_p·∂I_p/∂θ is
-//!   taken on the host by the tensor stages, in f64 over the worker pool
-//!   ([`scene_graph_vjp`]): the scene graph is built again from the values on
-//!   `Autodiff<NdArray<f64>>`, differentiated span by span with respect to the scene's
-//!   variables z, then (∂z/∂θ)ᵀ·g_z over the small scene graph. Each parameter's gradient is
-//!   registered on its tensor, so it flows on into the caller's graph.
+//! * **Backward:** w = ∂L/∂I stays on the device. The scene graph is built again from the
+//!   values on `Autodiff<NdArray<f64>>`; the inner backend's vector–Jacobian kernel
+//!   ([`super::vjp`], [`super::adjoint`]) gives g_z = Σ_p w_p·∂I_p/∂z for the scene's
+//!   variables z, and (∂z/∂θ)ᵀ·g_z follows over the small scene graph on the host. Where the
+//!   kernel does not cover the image ([`kernel_covers`]; or the structure-factor grid's values
+//!   are parameters), w is read back and the tensor stages take the product on the host, in
+//!   f64 over the worker pool ([`scene_graph_vjp`]). Each parameter's gradient is registered
+//!   on its tensor, so it flows on into the caller's graph.
 //!
-//! The gradients are those of the tensor stages (the reference) at the parameters' values; the
-//! image is the kernel's (equal to f32 precision, `tests/integration/kernel.rs`). The backward
-//! step runs autodiff of its own, on worker threads, inside the caller's backward pass: the
-//! vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
+//! The image is the kernel's; its gradients are the kernel's adjoint (equal to the tensor
+//! stages' to f32 precision, `tests/integration/kernel_vjp.rs`) or the tensor stages' own. The
+//! fall-back runs autodiff of its own, on worker threads, inside the caller's backward pass:
+//! the vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
 
 use super::vjp::{kernel_covers, kernel_sums, scene_variable_gradients};
 use super::PixelJob;
@@ -79,7 +81,7 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
             .stateful()
         {
             OpsKind::Tracked(prep) => prep.finish(
-                HostVjp {
+                ImageVjp {
                     scenes: scenes.clone(),
                     values: values.clone(),
                     image,
@@ -101,14 +103,14 @@ struct ParamsBackward<S, C>(PhantomData<fn() -> (S, C)>);
 /// What the backward step differentiates: the image `image` of `scenes` at the parameter
 /// `values`; `present[k]`: whether slot k of [`PARAMETERS`] is a parameter of the simulator.
 #[derive(Debug)]
-struct HostVjp<S> {
+struct ImageVjp<S> {
     scenes: Arc<S>,
     values: Arc<Values>,
     image: usize,
     present: [bool; SLOTS],
 }
 
-impl<S> Clone for HostVjp<S> {
+impl<S> Clone for ImageVjp<S> {
     fn clone(&self) -> Self {
         Self {
             scenes: self.scenes.clone(),
@@ -119,7 +121,7 @@ impl<S> Clone for HostVjp<S> {
 }
 
 impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for ParamsBackward<S, C> {
-    type State = HostVjp<S>;
+    type State = ImageVjp<S>;
 
     fn backward(self, ops: Ops<Self::State, SLOTS>, grads: &mut Gradients, _: &mut Checkpointer) {
         let cotangent = grads.consume::<B>(&ops.node);
@@ -147,9 +149,10 @@ impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for Pa
     }
 }
 
-impl<S: Scenes> HostVjp<S> {
-    /// Σ_p w_p·∂I_p/∂θ for every parameter, w = ∂L/∂I `[spixels, fpixels]` the cotangent, by
-    /// the tensor stages on the host.
+impl<S: Scenes> ImageVjp<S> {
+    /// Σ_p w_p·∂I_p/∂θ for every parameter, w = ∂L/∂I `[spixels, fpixels]` the cotangent: by
+    /// the vector–Jacobian kernel where it covers the image, else by the tensor stages on the
+    /// host.
     fn gradients<B: PixelKernel>(&self, cotangent: FloatTensor<B>) -> Result<Vec<ParamGradient>> {
         let device = NdArrayDevice::Cpu;
         let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;

@@ -8,7 +8,8 @@
 //! * burn-ndarray: no kernel; the tensor stages render (the reference).
 //! * `Autodiff<B>`: no kernel for packed inputs; a simulator's parameters
 //!   ([`PixelKernel::render_params`], `Simulator::forward`) render with `B`'s kernel, and the
-//!   image's backward pass is the tensor stages' vector–Jacobian product on the host
+//!   image's backward pass is the vector–Jacobian kernel where it covers the image, else the
+//!   tensor stages' product on the host
 //!   ([`super::autodiff`]).
 
 use super::job::Switches;
@@ -146,8 +147,9 @@ pub trait PixelKernel: Backend {
     /// The images `[spixels, fpixels]` (photons) of `scenes` at `params` by the kernel,
     /// [`crate::Simulator::forward`]'s fast path: the parameters' values are read back and the
     /// scenes evaluated from them on the host ([`super::images_at`]). On an autodiff backend
-    /// each image is one operation of the parameters' graph whose backward pass is the tensor
-    /// stages' vector–Jacobian product on the host ([`super::autodiff`]). `None` where this
+    /// each image is one operation of the parameters' graph whose backward pass is the
+    /// vector–Jacobian kernel, or the tensor stages' product on the host where the kernel does
+    /// not cover the image ([`super::autodiff`]). `None` where this
     /// backend has no kernel (the caller renders with the tensor stages).
     fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
         if !Self::has_pixel_kernel() {
@@ -166,8 +168,9 @@ where
 
 /// An autodiff backend has no kernel of its own for [`PixelKernel::render_pixels`] (the
 /// engines render with it only for gradients, through the tensor stages); a simulator's
-/// parameters render with the inner backend's kernel, the backward pass taking the tensor
-/// stages' vector–Jacobian product on the host.
+/// parameters render with the inner backend's kernel, the backward pass taking the inner
+/// backend's vector–Jacobian kernel (the tensor stages' product on the host where it does not
+/// cover the image).
 impl<B: PixelKernel, C: CheckpointStrategy> PixelKernel for Autodiff<B, C> {
     fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
         super::autodiff::render_params::<B, C, S>(scenes, params)

@@ -4,6 +4,8 @@
 //!
 //! * [`pixel`]: the kernels; [`trig`]: sines on reduced arguments, accurate in f32 on any
 //!   driver; [`layout`]: where the kernel finds its inputs; [`job`]: the host's packing.
+//! * [`adjoint`]: the render's adjoints, the vector–Jacobian product and the derivative images
+//!   as kernels; [`vjp`]: their launches from the host and their sums as gradients.
 //! * [`PixelKernel`]: the backend extension (cube backend, fusion's custom op; none on
 //!   burn-ndarray and autodiff, which render with the tensor stages).
 //! * [`render`]: images from one launch, on any backend that has the kernel.

@@ -10,7 +10,7 @@ use crate::derivative::{self, DerivativeImage};
 use crate::diff::host::Host;
 use crate::engine::init_cpu_dtype;
 use crate::error::{Error, Result};
-use crate::gradient::{scene_to_params, ParamGradient};
+use crate::gradient::{scene_to_params, ChunkWeights, ParamGradient, Vjp};
 use crate::params::Params;
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
@@ -260,4 +260,50 @@ fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, c: usize, width: usi
         }
     }
     t.into_iter().map(|v| v as f32).collect()
+}
+
+/// The image at the parameter `values` ([`Params::values`]' list), the loss contributions and
+/// the weights `weigh` returns for its rendered pixels (one call, every rendered pixel), and
+/// Σ_p w_p·∂I_p/∂θ for every parameter, by the kernels on `device`: the render, then the
+/// vector–Jacobian kernel with those weights ([`crate::gradient::weighted_vjp`]'s fast path on
+/// a GPU, which refinement takes). `None` where [`image_vjp`] would be.
+pub fn weighted_vjp<B: PixelKernel>(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    values: &[(&'static str, Vec<f64>)],
+    weigh: &ChunkWeights<'_>,
+    device: &B::Device,
+) -> Result<Option<Vjp>> {
+    let cpu = NdArrayDevice::Cpu;
+    if !runs_on::<B>(exp, 1) || init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+        return Ok(None);
+    }
+    let params = Params::<Autodiff<Host>>::from_values(values, &cpu)?;
+    let graph = params.scene(cfg, exp, &cpu);
+    let z = graph.variables();
+    let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
+    let mut job = PixelJob::of_scene_tensors(exp, &Scene::new(exp), &base)?;
+    if !kernel_covers(&job) || params.structure_factors.is_some() {
+        return Ok(None);
+    }
+    let (out, fell_back) = super::launch_with_fall_back::<B>(&mut job, exp, device)?;
+    let image = super::images(exp, &job, out, fell_back)?.remove(0);
+    let active = exp.active_pixels();
+    let (pixels, rendered): (Vec<u32>, Vec<f64>) = (0..image.data.len())
+        .filter(|&p| active.contains(p))
+        .map(|p| (p as u32, image.data[p] as f64))
+        .unzip();
+    let (loss, w) = weigh(&pixels, &rendered);
+    let mut weights = vec![0.0f32; image.data.len()];
+    for (&p, w) in pixels.iter().zip(w) {
+        weights[p as usize] = w as f32;
+    }
+    let d = &exp.detector;
+    let w = Tensor::<B, 2>::from_data(TensorData::new(weights, [d.spixels, d.fpixels]), (device, DType::F32));
+    let Some(sums) = kernel_sums::<B>(&job, exp, w, device)? else {
+        return Ok(None);
+    };
+    let g = scene_variable_gradients(exp, &base, &sums, &cpu)?;
+    let gradients = scene_to_params(&params, z, g, &cpu)?;
+    Ok(Some(Vjp { image, loss, gradients }))
 }

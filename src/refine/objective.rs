@@ -6,6 +6,7 @@ use super::selection::Selection;
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::gradient::weighted_vjp;
+use crate::kernel::PixelKernel;
 use crate::params::Params;
 use crate::scene::{Scene, SceneTensors};
 use crate::setup::Experiment;
@@ -99,8 +100,13 @@ pub fn render_params<B: Backend>(
     })
 }
 
-impl<B: AutodiffBackend> ImageObjective<'_, B> {
-    /// The loss at `x` and its gradient for every parameter tensor, in one pass: chunk by
+impl<B: AutodiffBackend> ImageObjective<'_, B>
+where
+    B::InnerBackend: PixelKernel,
+{
+    /// The loss at `x` and its gradient for every parameter tensor, in one pass: on a GPU
+    /// (`options.pixel_kernel`) by the render and vector–Jacobian kernels where they cover the
+    /// configuration ([`crate::kernel::vjp::weighted_vjp`]); else chunk by
     /// chunk (worker threads as for rendering), the chunk's intensities are read back, the
     /// loss terms and their derivatives ∂L/∂I computed on the host, and Σ (∂L/∂I)·I
     /// differentiated in the same graph (the loss is a sum over pixels, so the chunk's weights
@@ -119,13 +125,23 @@ impl<B: AutodiffBackend> ImageObjective<'_, B> {
         let params = self.params(x)?.map_tensors(|t| t.detach().require_grad());
         let (loss, observed, mask) = (self.loss, self.observed, self.mask);
         let weigh = |pixels: &[u32], values: &[f64]| loss.chunk_terms(pixels, values, observed, mask);
-        let vjp = weighted_vjp(cfg, exp, &params, &weigh, &self.options, device)?;
+        let by_kernel = match self.options.pixel_kernel {
+            true => crate::kernel::vjp::weighted_vjp::<B::InnerBackend>(cfg, exp, &params.values()?, &weigh, device)?,
+            false => None,
+        };
+        let vjp = match by_kernel {
+            Some(vjp) => vjp,
+            None => weighted_vjp(cfg, exp, &params, &weigh, &self.options, device)?,
+        };
         self.gradient_passes += 1;
         Ok((vjp.loss, vjp.gradients))
     }
 }
 
-impl<B: AutodiffBackend> Objective for ImageObjective<'_, B> {
+impl<B: AutodiffBackend> Objective for ImageObjective<'_, B>
+where
+    B::InnerBackend: PixelKernel,
+{
     fn dim(&self) -> usize {
         self.selection.len()
     }

@@ -18,7 +18,10 @@ pub fn poisson_fisher<B: AutodiffBackend>(
     x: &[f64],
     steps: &[f64],
     floor: f64,
-) -> Result<Vec<Vec<f64>>> {
+) -> Result<Vec<Vec<f64>>>
+where
+    B::InnerBackend: crate::kernel::PixelKernel,
+{
     let n = x.len();
     let model = objective.image(x)?.data;
     let mut columns = Vec::with_capacity(n);

@@ -1,11 +1,11 @@
 //! `Simulator::forward` on wgpu renders with the one kernel from the scene evaluated on the host
-//! (`src/kernel/autodiff.rs`), and its backward pass is the tensor stages' vector–Jacobian
-//! product on the host:
+//! (`src/kernel/autodiff.rs`), and its backward pass is the vector–Jacobian kernel (the tensor
+//! stages' product on the host where the kernel does not cover the image):
 //!
 //! * at parameters moved away from the configuration's values, the kernel's image equals the
 //!   tensor stages' on the same backend (every scene variable reaches the kernel);
 //! * the gradients of a weighted loss through the kernel equal the CPU `Simulator`'s (f64),
-//!   for every parameter;
+//!   for every parameter, to f32 precision (`common::assert_gradients_agree`);
 //! * the forward pass and a gradient step launch a handful of kernels whatever the image (the
 //!   tensor stages launch per chunk).
 //!
@@ -153,9 +153,9 @@ fn weighted_sum_cpu(image: Tensor<Cpu, 2>) -> Tensor<Cpu, 1> {
     (image * Tensor::<Cpu, 2>::from_data(TensorData::new(w, [s, f]), &Default::default())).sum()
 }
 
-/// The kernel's backward pass is the tensor stages' vector–Jacobian product in f64 on the host:
-/// its gradients equal the CPU `Simulator`'s (f64) at the same moved parameters and weights,
-/// up to their rounding to f32 on the device.
+/// The kernel's backward pass (the vector–Jacobian kernel; the tensor stages on the host for
+/// the tricubic grid): its gradients equal the CPU `Simulator`'s (f64) at the same moved
+/// parameters and weights, to f32 precision.
 #[test]
 fn simulator_gradients_through_the_kernel_equal_the_cpu_tensor_stages() {
     if !common::engine_available(FUSED) {
@@ -269,8 +269,9 @@ fn simulator_forward_launches_do_not_grow_with_the_image() {
 /// a few more to spare for the backend's own copies.
 const FORWARD_LAUNCHES: usize = 6;
 
-/// The most kernels a child's gradient step may launch: the forward pass,
-/// the loss Σ w·I and its backward pass; the image's own backward step runs on the host.
+/// The most kernels a child's gradient step may launch: the forward pass (render and
+/// statistics), the loss Σ w·I and its backward pass, and the image's own backward step (the
+/// vector–Jacobian kernel and the sum of its partials).
 const STEP_LAUNCHES: usize = 12;
 
 const CHILD_HEAVY: &str = "NANOBRAGG_TEST_KERNEL_AUTODIFF_HEAVY";
@@ -301,8 +302,8 @@ fn gradient_step_in_child() {
 }
 
 /// A gradient step launches a handful of kernels in steady state, whatever the image's size,
-/// mosaic domains and φ steps: the scene and the image's vector–Jacobian product are evaluated
-/// on the host.
+/// mosaic domains and φ steps: the scene is evaluated on the host, the image's
+/// vector–Jacobian product by its kernel.
 #[test]
 fn simulator_gradient_step_launches_a_handful_of_kernels() {
     let in_child = std::env::var(CHILD_PIXELS).is_ok();
@@ -319,6 +320,12 @@ fn simulator_gradient_step_launches_a_handful_of_kernels() {
             Some(n) => launches.push(n),
             None => return,
         }
+        // the backward step ran the vector–Jacobian kernel, not the host's tensor stages
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            text.contains("pixel_vjp") && text.contains("sum_partials"),
+            "{pixels}² (heavy {heavy}): the gradient step did not launch the vector–Jacobian kernel"
+        );
     }
     println!(
         "gradient-step launches: light 32² {}, light 256² {}, heavy 32² {}",
@@ -330,8 +337,9 @@ fn simulator_gradient_step_launches_a_handful_of_kernels() {
     );
 }
 
-/// A gradient step at 512² on several workers returns, with the CPU's gradients. Its backward
-/// pass runs the tensor stages on the host on worker threads (the process's count:
+/// A gradient step at 512² on several workers returns, with the CPU's gradients. Its
+/// configuration (`-oversample_omega`) lies outside the adjoint kernels, so its backward pass
+/// runs the tensor stages on the host on worker threads (the process's count:
 /// `OMP_NUM_THREADS`, else the cores; 2 in CI), each differentiating a graph of its own while
 /// the outer backward pass is still running: with the outer pass holding its graph's lock
 /// through its steps (burn-autodiff 0.21.0), a worker could wait on that lock forever; the
@@ -344,7 +352,7 @@ fn simulator_gradient_step_at_512_on_several_workers_returns_the_cpu_gradients()
     }
     const LIMIT: std::time::Duration = std::time::Duration::from_secs(1200);
     let flags = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.3 -N 6 -distance 90 \
-                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -oversample 1 -detpixels 512";
+                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -oversample 1 -oversample_omega -detpixels 512";
     let args: Vec<&str> = flags.split_whitespace().collect();
     let (done, finished) = std::sync::mpsc::channel();
     let args_wgpu: Vec<String> = args.iter().map(|a| a.to_string()).collect();

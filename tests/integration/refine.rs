@@ -1,5 +1,6 @@
-//! Refinement (f64, CPU): the objective's gradient against central differences, and recovery
-//! of perturbed crystal, detector and beam parameters from a noisy simulated image.
+//! Refinement (f64, CPU; and on the fused wgpu engine through the kernels): the objective's
+//! gradient against central differences, and recovery of perturbed crystal, detector and beam
+//! parameters from a noisy simulated image.
 
 use crate::common;
 
@@ -126,21 +127,60 @@ fn objective_gradient_matches_central_differences() {
 fn lbfgs_recovers_parameters() {
     let (cfg, exp) = config();
     let obs = observed(&cfg, &exp, 1);
-    let base = nanobragg::params::Params::<NdArray<f64>>::new(&cfg, &exp, &dev());
+    let mut f = ImageObjective::<Ad>::new(&cfg, &exp, Selection::default(), &obs, Loss::default(), &dev());
+    lbfgs_recovers(&mut f);
+}
+
+/// The same on the fused wgpu engine, whose objective takes its images and gradients from the
+/// render and vector–Jacobian kernels (`kernel::vjp::weighted_vjp`); σ from the CPU's f64
+/// Fisher information.
+#[cfg(feature = "gpu")]
+#[test]
+fn lbfgs_recovers_parameters_on_wgpu_through_the_kernels() {
+    use burn::backend::wgpu::WgpuDevice;
+    use nanobragg::engine::{Engine, WgpuFused};
+    let fused = Engine::Wgpu { fusion: true };
+    if !common::engine_available(fused) {
+        return;
+    }
+    let (cfg, exp) = config();
+    let device = WgpuDevice::default();
+    let covered = nanobragg::kernel::vjp::image_vjp::<WgpuFused>(&cfg, &exp, None, &device).unwrap();
+    assert!(
+        covered.is_some(),
+        "the kernels do not cover the refinement's configuration"
+    );
+    let obs = observed(&cfg, &exp, 1);
+    let mut f =
+        ImageObjective::<Autodiff<WgpuFused>>::new(&cfg, &exp, Selection::default(), &obs, Loss::default(), &device);
+    f.options = fused.options(&nanobragg::RenderOptions::default());
+    lbfgs_recovers(&mut f);
+}
+
+/// L-BFGS from [`start`] recovers every component of [`LABELS`] to within 5σ (σ from the f64
+/// CPU objective's Fisher information at the truth) and ends at a loss no worse than the
+/// truth's.
+fn lbfgs_recovers<B: burn::tensor::backend::AutodiffBackend>(f: &mut ImageObjective<'_, B>)
+where
+    B::InnerBackend: nanobragg::PixelKernel,
+{
+    let (cfg, exp) = (f.cfg, f.exp);
+    let base = nanobragg::params::Params::<NdArray<f64>>::new(cfg, exp, &dev());
     let sel = Selection::named(&LABELS, &base).unwrap();
+    f.selection = sel.clone();
     let x_true = sel.read(&base).unwrap();
     let x0 = sel.x_from_display(&start(&sel.display(&x_true)));
-    let mut f = ImageObjective::<Ad>::new(&cfg, &exp, sel.clone(), &obs, Loss::default(), &dev());
     let mut opt = Lbfgs {
         max_iterations: 150,
         ..Default::default()
     };
     let out = opt
-        .minimize(&mut f, &x0, &mut nanobragg::refine::optimizer::print_iteration)
+        .minimize(f, &x0, &mut nanobragg::refine::optimizer::print_iteration)
         .unwrap();
     let loss_true = f.value(&x_true).unwrap();
+    let mut cpu = ImageObjective::<Ad>::new(cfg, exp, sel.clone(), f.observed, Loss::default(), &dev());
     let steps: Vec<f64> = sel.components.iter().map(|c| if c.log { 1e-3 } else { 1e-2 }).collect();
-    let (se, _) = standard_errors(&poisson_fisher(&mut f, &x_true, &steps, 1e-3).unwrap()).unwrap();
+    let (se, _) = standard_errors(&poisson_fisher(&mut cpu, &x_true, &steps, 1e-3).unwrap()).unwrap();
     eprintln!(
         "loss: start {} refined {} truth {loss_true}",
         out.history[0].loss, out.loss
