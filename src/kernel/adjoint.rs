@@ -28,7 +28,7 @@ use super::job::Switches;
 use super::layout::*;
 use super::pixel as forward;
 use super::pixel::{
-    cross, dot, fractional, grid_offset, load3, miller_index, nearest, sample_position, scaled, stol, Vec3,
+    cross, dot, fractional, grid_offset, is_rendered, load3, miller_index, nearest, sample_position, scaled, stol, Vec3,
 };
 use super::trig::{cos_pi, sin_pi, PI_F32};
 use cubecl::prelude::*;
@@ -717,19 +717,6 @@ pub fn pixel_vjp(
     for c in 0usize..G_GLOBALS / G_CHUNK {
         reduce_chunk(&acc, c * G_CHUNK, &mut shared, partials, row + c * G_CHUNK, unit);
     }
-}
-
-/// Whether pixel (slow, fast) of the image is rendered: inside the ROI and, with a mask, not
-/// masked.
-#[cube]
-fn is_rendered(counts: &Array<i32>, mask: &Array<f32>, slow: i32, fast: i32, #[comptime] masked: bool) -> bool {
-    let mut rendered = slow >= counts[ROW0] && slow < counts[ROW1] && fast >= counts[COL0] && fast < counts[COL1];
-    if masked && rendered {
-        let width = counts[COL1] - counts[COL0];
-        let position = (slow - counts[ROW0]) * width + fast - counts[COL0];
-        rendered = mask[position as usize] != 0.0;
-    }
-    rendered
 }
 
 /// One invocation per image pixel (x = fast, y = slow, one shot): the derivative images

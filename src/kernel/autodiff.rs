@@ -8,7 +8,7 @@
 //!   values on `Autodiff<NdArray<f64>>`; the inner backend's vector–Jacobian kernel
 //!   ([`super::vjp`], [`super::adjoint`]) gives g_z = Σ_p w_p·∂I_p/∂z for the scene's
 //!   variables z, and (∂z/∂θ)ᵀ·g_z follows over the small scene graph on the host. Where the
-//!   kernel does not cover the image ([`kernel_covers`]; or the structure-factor grid's values
+//!   kernel does not cover the image ([`super::vjp::kernel_covers`]; or the structure-factor grid's values
 //!   are parameters), w is read back and the tensor stages take the product on the host, in
 //!   f64 over the worker pool ([`scene_graph_vjp`]). Each parameter's gradient is registered
 //!   on its tensor, so it flows on into the caller's graph.
@@ -18,12 +18,11 @@
 //! fall-back runs autodiff of its own, on worker threads, inside the caller's backward pass:
 //! the vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
 
-use super::vjp::{kernel_covers, kernel_sums, scene_variable_gradients};
-use super::PixelJob;
+use super::vjp::KernelScene;
 use super::{images_at, PixelKernel};
 use crate::diff::host::Host;
 use crate::error::Result;
-use crate::gradient::{scene_graph_vjp, scene_to_params, ParamGradient};
+use crate::gradient::{scene_graph_vjp, ParamGradient};
 use crate::params::{Params, PARAMETERS};
 use crate::scene::to_host;
 use crate::scene::SceneTensors;
@@ -177,7 +176,7 @@ impl<S: Scenes> ImageVjp<S> {
 
     /// Σ_p w_p·∂I_p/∂θ by the vector–Jacobian kernel on `B`'s device, then (∂z/∂θ)ᵀ·g_z over
     /// the small scene graph on the host; `None` where the kernel does not cover the image
-    /// ([`kernel_covers`]), or the structure-factor grid is a parameter (the kernel has no
+    /// ([`super::vjp::kernel_covers`]), or the structure-factor grid is a parameter (the kernel has no
     /// gradient for its values).
     fn kernel_gradients<B: PixelKernel>(
         &self,
@@ -186,29 +185,12 @@ impl<S: Scenes> ImageVjp<S> {
         w: Tensor<B, 2>,
     ) -> Result<Option<Vec<ParamGradient>>> {
         let (setup, host) = self.scenes.images()[self.image];
-        let z = graph.variables();
-        let base = graph
-            .clone()
-            .with_variables(z.iter().map(|t| t.clone().detach()).collect());
-        let job = PixelJob::of_scene_tensors(&setup.exp, host, &base)?;
-        let grid_is_parameter = self.present[slot("structure_factors")] && job.switches.nearest;
-        if !kernel_covers(&job) || grid_is_parameter {
-            return Ok(None);
+        match KernelScene::new(&setup.exp, host, params, graph.clone())? {
+            Some(scene) => {
+                let device = w.device();
+                scene.gradients::<B>(&setup.exp, params, w, &device)
+            }
+            None => Ok(None),
         }
-        let device = w.device();
-        let Some(sums) = kernel_sums::<B>(&job, &setup.exp, w, &device)? else {
-            return Ok(None);
-        };
-        let cpu = NdArrayDevice::Cpu;
-        let g = scene_variable_gradients(&setup.exp, &base, &sums, &cpu)?;
-        scene_to_params(params, z, g, &cpu).map(Some)
     }
-}
-
-/// The slot of parameter `name` in [`PARAMETERS`].
-fn slot(name: &str) -> usize {
-    PARAMETERS
-        .iter()
-        .position(|(n, _)| *n == name)
-        .expect("a parameter name")
 }

@@ -25,22 +25,30 @@ struct RenderPixels<B> {
 
 impl<B: FusionBackend + PixelKernel> Operation<B::FusionRuntime> for RenderPixels<B> {
     fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
-        let ([params, counts, sources, orientations, scales, hkl, mask], [image, partials, first_max, first_out]) =
-            self.desc.as_fixed();
-        let inputs = KernelInputs::<B> {
-            params: handles.get_float_tensor::<B>(params),
-            counts: handles.get_int_tensor::<B>(counts),
-            sources: handles.get_float_tensor::<B>(sources),
-            orientations: handles.get_float_tensor::<B>(orientations),
-            scales: handles.get_float_tensor::<B>(scales),
-            hkl: handles.get_float_tensor::<B>(hkl),
-            mask: handles.get_float_tensor::<B>(mask),
-        };
+        let (inputs, [image, partials, first_max, first_out]) = self.desc.as_fixed::<7, 4>();
+        let inputs = kernel_inputs::<B>(handles, inputs);
         let out = B::render_pixels(inputs, self.shape).expect("the inner backend has the pixel kernel");
         handles.register_float_tensor::<B>(&image.id, out.image);
         handles.register_float_tensor::<B>(&partials.id, out.partials);
         handles.register_int_tensor::<B>(&first_max.id, out.first_max);
         handles.register_int_tensor::<B>(&first_out.id, out.first_out_of_range);
+    }
+}
+
+/// The render's inputs, in [`KernelInputs`]' order, from the custom operation's handles.
+fn kernel_inputs<B: FusionBackend>(
+    handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>,
+    inputs: &[TensorIr; 7],
+) -> KernelInputs<B> {
+    let [params, counts, sources, orientations, scales, hkl, mask] = inputs;
+    KernelInputs::<B> {
+        params: handles.get_float_tensor::<B>(params),
+        counts: handles.get_int_tensor::<B>(counts),
+        sources: handles.get_float_tensor::<B>(sources),
+        orientations: handles.get_float_tensor::<B>(orientations),
+        scales: handles.get_float_tensor::<B>(scales),
+        hkl: handles.get_float_tensor::<B>(hkl),
+        mask: handles.get_float_tensor::<B>(mask),
     }
 }
 
@@ -55,17 +63,9 @@ struct Adjoint<B> {
 
 impl<B: FusionBackend + PixelKernel> Operation<B::FusionRuntime> for Adjoint<B> {
     fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
-        let ([params, counts, sources, orientations, scales, hkl, mask, extra], [out]) = self.desc.as_fixed();
-        let inputs = KernelInputs::<B> {
-            params: handles.get_float_tensor::<B>(params),
-            counts: handles.get_int_tensor::<B>(counts),
-            sources: handles.get_float_tensor::<B>(sources),
-            orientations: handles.get_float_tensor::<B>(orientations),
-            scales: handles.get_float_tensor::<B>(scales),
-            hkl: handles.get_float_tensor::<B>(hkl),
-            mask: handles.get_float_tensor::<B>(mask),
-        };
-        let extra = handles.get_float_tensor::<B>(extra);
+        let (inputs, [out]) = self.desc.as_fixed::<8, 1>();
+        let extra = handles.get_float_tensor::<B>(&inputs[7]);
+        let inputs = kernel_inputs::<B>(handles, inputs[..7].try_into().expect("seven inputs"));
         let result = match self.shape.derivatives {
             0 => B::pixel_vjp(inputs, extra, self.shape),
             _ => B::pixel_derivatives(inputs, extra, self.shape),

@@ -336,6 +336,25 @@ fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f3
     f
 }
 
+/// Whether pixel (slow, fast) of the image is rendered: inside the ROI and, with a mask, not
+/// masked.
+#[cube]
+pub(super) fn is_rendered(
+    counts: &Array<i32>,
+    mask: &Array<f32>,
+    slow: i32,
+    fast: i32,
+    #[comptime] masked: bool,
+) -> bool {
+    let mut rendered = slow >= counts[ROW0] && slow < counts[ROW1] && fast >= counts[COL0] && fast < counts[COL1];
+    if masked && rendered {
+        let width = counts[COL1] - counts[COL0];
+        let position = (slow - counts[ROW0]) * width + fast - counts[COL0];
+        rendered = mask[position as usize] != 0.0;
+    }
+    rendered
+}
+
 /// One invocation per (shot, image pixel), on a grid x = fast, y = slow, z = shot: the pixel's photons into `image[shot·P + pixel]`
 /// (0 outside the ROI and where masked) and, for shot 0, its part of Σω into `omega[pixel]`
 /// (sr). With tricubic structure factors, the image index of the first pixel that met an
@@ -373,13 +392,7 @@ pub fn render_pixels(
     }
     let slow = slow_at as i32;
     let fast = fast_at as i32;
-    let mut rendered = slow >= counts[ROW0] && slow < counts[ROW1] && fast >= counts[COL0] && fast < counts[COL1];
-    if sw.masked && rendered {
-        let width = counts[COL1] - counts[COL0];
-        let position = (slow - counts[ROW0]) * width + fast - counts[COL0];
-        rendered = mask[position as usize] != 0.0;
-    }
-    if !rendered {
+    if !is_rendered(counts, mask, slow, fast, sw.masked) {
         image[at] = 0.0;
         if shot == 0 {
             omega[pixel] = 0.0;

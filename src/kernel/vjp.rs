@@ -115,49 +115,78 @@ fn orientation_gradients(rows: &[f32]) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// The image of `exp` at the configuration's parameters and Σ_p w_p·∂I_p/∂θ for every
-/// parameter of [`Params::new`], by the kernel on `device`: the render, then the
-/// vector–Jacobian kernel, the scene and its Jacobian evaluated on the host in f64
-/// ([`crate::gradient::image_vjp`]'s fast path on a GPU). `weights` fast-major over the
-/// detector (`None` = all ones). `None` where `B` has no kernel, a launch does not fit, the
-/// process renders on the CPU in f32, the kernel does not cover the configuration
-/// ([`kernel_covers`]) or it has a structure-factor grid (whose values are parameters).
+/// parameter of [`Params::new`], by the kernels on `device` ([`weighted_vjp`] with the
+/// weights `weights`, fast-major over the detector; `None` = all ones):
+/// [`crate::gradient::image_vjp`]'s fast path on a GPU. `None` where [`weighted_vjp`] is.
 pub fn image_vjp<B: PixelKernel>(
     cfg: &SimConfig,
     exp: &Experiment,
     weights: Option<&[f32]>,
     device: &B::Device,
 ) -> Result<Option<(Image, Vec<ParamGradient>)>> {
-    let cpu = NdArrayDevice::Cpu;
-    if !runs_on::<B>(exp, 1) || init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+    let pixels = exp.detector.pixels();
+    if let Some(w) = weights.filter(|w| w.len() != pixels) {
+        return Err(Error::Config(format!("{} weights for {pixels} pixels", w.len())));
+    }
+    if !host_ready::<B>(exp) {
         return Ok(None);
     }
-    let params = Params::<Autodiff<Host>>::new(cfg, exp, &cpu).map_tensors(|t| t.require_grad());
-    let host = Scene::new(exp);
-    let graph = params.scene(cfg, exp, &cpu);
-    let z = graph.variables();
-    let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
-    let job = PixelJob::of_scene_tensors(exp, &host, &base)?;
-    if !kernel_covers(&job) || params.structure_factors.is_some() {
-        return Ok(None);
+    let values = Params::<Host>::new(cfg, exp, &NdArrayDevice::Cpu).values()?;
+    let weigh = |chunk: &[u32], _: &[f64]| {
+        let w = chunk.iter().map(|&p| weights.map_or(1.0, |w| w[p as usize] as f64));
+        (0.0, w.collect())
+    };
+    let vjp = weighted_vjp::<B>(cfg, exp, &values, &weigh, device)?;
+    Ok(vjp.map(|v| (v.image, v.gradients)))
+}
+
+/// Whether `exp` renders in one launch on `B` and the host's CPU device computes in f64 (the
+/// scene and its Jacobian are evaluated there; the process's CPU dtype is fixed once).
+fn host_ready<B: PixelKernel>(exp: &Experiment) -> bool {
+    runs_on::<B>(exp, 1) && init_cpu_dtype::<Host>(&NdArrayDevice::Cpu, DType::F64).is_ok()
+}
+
+/// A scene graph on the host as the adjoint kernels take it: its variables z (on the graph
+/// over the parameters), its values detached, and the kernels' job at those values.
+pub(crate) struct KernelScene {
+    z: Vec<Tensor<Autodiff<Host>, 1>>,
+    base: SceneTensors<Autodiff<Host>>,
+    pub job: PixelJob,
+}
+
+impl KernelScene {
+    /// The scene `graph` of `exp` built from `params` (`host`: [`Scene::new`] of `exp`);
+    /// `None` where the kernels do not cover it ([`kernel_covers`]) or its structure-factor
+    /// grid's values are parameters (the kernels have no gradient for them).
+    pub(crate) fn new(
+        exp: &Experiment,
+        host: &Scene,
+        params: &Params<Autodiff<Host>>,
+        graph: SceneTensors<Autodiff<Host>>,
+    ) -> Result<Option<Self>> {
+        let z = graph.variables();
+        let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
+        let job = PixelJob::of_scene_tensors(exp, host, &base)?;
+        let grid_is_parameter = params.structure_factors.is_some() && job.switches.nearest;
+        Ok((kernel_covers(&job) && !grid_is_parameter).then_some(Self { z, base, job }))
     }
-    let d = &exp.detector;
-    let w = match weights {
-        Some(w) if w.len() != d.pixels() => {
-            return Err(Error::Config(format!("{} weights for {} pixels", w.len(), d.pixels())))
-        }
-        Some(w) => w.to_vec(),
-        None => vec![1.0; d.pixels()],
-    };
-    let Some(mut images) = super::render::<B>(exp, &host, device)? else {
-        return Ok(None);
-    };
-    let w = Tensor::<B, 2>::from_data(TensorData::new(w, [d.spixels, d.fpixels]), (device, DType::F32));
-    let Some(sums) = kernel_sums::<B>(&job, exp, w, device)? else {
-        return Ok(None);
-    };
-    let g = scene_variable_gradients(exp, &base, &sums, &cpu)?;
-    let gradients = scene_to_params(&params, z, g, &cpu)?;
-    Ok(Some((images.remove(0), gradients)))
+
+    /// Σ_p w_p·∂I_p/∂θ for every parameter of `params` (the graph's), `w` = ∂L/∂I `[spixels,
+    /// fpixels]` on `device`: the vector–Jacobian kernel, then (∂z/∂θ)ᵀ·g_z on the host.
+    pub(crate) fn gradients<B: PixelKernel>(
+        self,
+        exp: &Experiment,
+        params: &Params<Autodiff<Host>>,
+        w: Tensor<B, 2>,
+        device: &B::Device,
+    ) -> Result<Option<Vec<ParamGradient>>> {
+        let Some(sums) = kernel_sums::<B>(&self.job, exp, w, device)? else {
+            return Ok(None);
+        };
+        let cpu = NdArrayDevice::Cpu;
+        let g = scene_variable_gradients(exp, &self.base, &sums, &cpu)?;
+        scene_to_params(params, self.z, g, &cpu).map(Some)
+    }
 }
 
 /// The image of `exp` and the derivative images `names` ([`crate::derivative::DERIVATIVES`],
@@ -172,10 +201,10 @@ pub fn derivative_images<B: PixelKernel>(
     names: &[&str],
     device: &B::Device,
 ) -> Result<Option<(Image, Vec<DerivativeImage>)>> {
-    let cpu = NdArrayDevice::Cpu;
-    if !runs_on::<B>(exp, 1) || init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+    if !host_ready::<B>(exp) {
         return Ok(None);
     }
+    let cpu = NdArrayDevice::Cpu;
     let specs = names.iter().map(|n| derivative::find(n)).collect::<Result<Vec<_>>>()?;
     let params = Params::<Host>::new(cfg, exp, &cpu);
     if let Some(s) = specs.iter().find(|s| params.get(s.param).is_none()) {
@@ -274,20 +303,17 @@ pub fn weighted_vjp<B: PixelKernel>(
     weigh: &ChunkWeights<'_>,
     device: &B::Device,
 ) -> Result<Option<Vjp>> {
-    let cpu = NdArrayDevice::Cpu;
-    if !runs_on::<B>(exp, 1) || init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+    if !host_ready::<B>(exp) {
         return Ok(None);
     }
+    let cpu = NdArrayDevice::Cpu;
     let params = Params::<Autodiff<Host>>::from_values(values, &cpu)?;
     let graph = params.scene(cfg, exp, &cpu);
-    let z = graph.variables();
-    let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
-    let mut job = PixelJob::of_scene_tensors(exp, &Scene::new(exp), &base)?;
-    if !kernel_covers(&job) || params.structure_factors.is_some() {
+    let Some(mut scene) = KernelScene::new(exp, &Scene::new(exp), &params, graph)? else {
         return Ok(None);
-    }
-    let (out, fell_back) = super::launch_with_fall_back::<B>(&mut job, exp, device)?;
-    let image = super::images(exp, &job, out, fell_back)?.remove(0);
+    };
+    let (out, fell_back) = super::launch_with_fall_back::<B>(&mut scene.job, exp, device)?;
+    let image = super::images(exp, &scene.job, out, fell_back)?.remove(0);
     let active = exp.active_pixels();
     let (pixels, rendered): (Vec<u32>, Vec<f64>) = (0..image.data.len())
         .filter(|&p| active.contains(p))
@@ -300,10 +326,6 @@ pub fn weighted_vjp<B: PixelKernel>(
     }
     let d = &exp.detector;
     let w = Tensor::<B, 2>::from_data(TensorData::new(weights, [d.spixels, d.fpixels]), (device, DType::F32));
-    let Some(sums) = kernel_sums::<B>(&job, exp, w, device)? else {
-        return Ok(None);
-    };
-    let g = scene_variable_gradients(exp, &base, &sums, &cpu)?;
-    let gradients = scene_to_params(&params, z, g, &cpu)?;
-    Ok(Some(Vjp { image, loss, gradients }))
+    let gradients = scene.gradients::<B>(exp, &params, w, device)?;
+    Ok(gradients.map(|gradients| Vjp { image, loss, gradients }))
 }
