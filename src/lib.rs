@@ -19,6 +19,7 @@ pub mod error;
 pub mod finite;
 pub mod geometry;
 pub mod gradient;
+pub mod image;
 pub mod io;
 pub mod kernel;
 pub mod noise;

@@ -9,6 +9,7 @@
 
 use crate::drive::{drive, Rendered, Workers};
 use crate::error::Result;
+pub use crate::image::Image;
 use crate::kernel::PixelKernel;
 use crate::physics::detector::{
     capture_fraction_at, curved_positions, diffracted_directions, pixel_positions, sample_coordinates, solid_angle,
@@ -82,23 +83,6 @@ impl std::fmt::Debug for RenderOptions {
             .field("pixel_kernel", &self.pixel_kernel)
             .finish()
     }
-}
-
-/// A rendered image: photons per pixel, fast-major (`slow·fpixels + fast`), 0 outside the ROI
-/// and in masked pixels, stored as f32 like C's float image.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Image {
-    pub fpixels: usize,
-    pub spixels: usize,
-    pub data: Vec<f32>,
-    /// Σω over all rendered samples, as C accumulates it for its solid-angle printout (sr).
-    pub omega_sum: f64,
-    /// Whether tricubic interpolation fell back to nearest neighbour (C's warning).
-    pub interpolation_fell_back: bool,
-    /// The statistics C prints, when the engine reduced them on its device (the engines that
-    /// assemble the image there); `None`: computed from `data` on the host
-    /// ([`crate::output::Statistics::of`]).
-    pub statistics: Option<crate::output::Statistics>,
 }
 
 /// How chunks and orientation blocks are sized.

@@ -30,7 +30,6 @@ use super::rotation::{axis_rotation, rotation_xyz};
 use super::{const_scalar, const_vec3, dot3, elem, mat_vec3};
 use crate::config::{Convention, Pivot};
 use crate::geometry::Vec3;
-use crate::setup::DetectorGeometry;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// The detector's geometry as tensors.
@@ -64,21 +63,6 @@ impl<B: Backend> DetectorTensors<B> {
             sdet,
             odet,
             pix0,
-        }
-    }
-
-    /// The host's resolved detector `geometry` as constants, placed as `like`.
-    pub fn constant<const D: usize>(geometry: &DetectorGeometry, like: &Tensor<B, D>) -> Self {
-        let vec = |v: Vec3| const_vec3(v, like);
-        let scalar = |x: f64| const_scalar(x, like);
-        Self {
-            fdet: vec(geometry.fdet),
-            sdet: vec(geometry.sdet),
-            odet: vec(geometry.odet),
-            pix0: vec(geometry.pix0),
-            close_distance: scalar(geometry.close_distance),
-            distance: scalar(geometry.distance),
-            ratio: scalar(geometry.ratio),
         }
     }
 }

@@ -10,27 +10,28 @@
 //! **Accumulation.** A pixel's image is I = scale·(I_bg + Σ_n F_n²·L_n²)·Ω·P·C (physics
 //! reference §7; Ω, P and C are C's cached first-sample factors), so the cotangent of every
 //! term is the same number w·scale·Ω·P·C: one pass over the samples gives every term's
-//! adjoint, and the sum Σ_n that the factors' adjoints need. The pass runs orientation by
-//! orientation (the terms' order does not matter to an adjoint), so each thread keeps the 12
-//! adjoints of one orientation row and the [`G_GLOBALS`] of the rest in registers. After each
-//! orientation, and for the rest at the end, the 64 threads of a workgroup write theirs to
-//! shared memory and 12 threads sum one column each, in thread order, into the workgroup's row
-//! of `partials`; [`sum_partials`] then sums the rows, in row order. No float atomics: the
-//! same inputs give the same bits.
+//! adjoint, and the sum that the factors' adjoints need. The pass runs over batches of up to
+//! [`ORIENTATION_BATCH`] orientation rows, C's loop inside each batch, so each thread keeps
+//! the 12 adjoints of each row of the batch and the [`G_GLOBALS`] of the rest in registers.
+//! After each batch, and for the rest at the end, the 64 threads of a workgroup write theirs
+//! to shared memory and one thread per column sums it, in thread order, into the workgroup's
+//! row of `partials`; [`sum_partials`] then sums the rows, in row order. No float atomics:
+//! the same inputs give the same bits.
 //!
 //! Covered: the four spot shapes, default_F and nearest-neighbour structure factors (with no
 //! gradient for the grid values), polarization, `-dmin`, absorption layers, point pixels, ROI
-//! and mask, water, several sources, φ steps and mosaic domains, one shot per launch. Not
-//! covered ([`super::vjp::kernel_covers`]): tricubic interpolation, the curved detector and
-//! the `-oversample_*` products.
+//! and mask, water, several sources, φ steps and mosaic domains, the `-oversample_*` products
+//! (with at most [`ORIENTATION_BATCH`] orientation rows a shot), one shot per launch. Not
+//! covered ([`super::vjp::kernel_covers`]): tricubic interpolation and the curved detector.
 
 use super::job::Switches;
 use super::layout::*;
 use super::pixel as forward;
 use super::pixel::{
-    cross, dot, fractional, grid_offset, is_rendered, load3, miller_index, nearest, sample_position, scaled, stol, Vec3,
+    cross, dot, fractional, grid_offset, is_rendered, load3, miller_index, nearest, sample_position, scaled, stol,
+    sum3, Vec3,
 };
-use super::trig::{cos_pi, sin_pi, PI_F32};
+use super::trig::{sin_cos_pi, PI_F32};
 use cubecl::prelude::*;
 
 /// sin(Nπh)/sin(πh) on δ = h − round(h) and its partials ∂/∂h, ∂/∂N.
@@ -61,12 +62,13 @@ pub fn sincg(h: f32, n: f32) -> SincgPartials {
         out.dh = PI_F32 * n * (n2 - 1.0) * x * (-1.0 / 3.0 + (3.0 * n2 - 7.0) * x2 / 90.0);
         out.dn = 1.0 - (3.0 * n2 - 1.0) * x2 / 6.0 + (15.0 * n2 * n2 - 30.0 * n2 + 7.0) * x2 * x2 / 360.0;
     } else {
-        let s = sin_pi(delta);
-        let value = sin_pi(n * delta) / s;
-        let cos_nx = cos_pi(n * delta);
+        let one = sin_cos_pi(delta);
+        let all = sin_cos_pi(n * delta);
+        let inv_s = 1.0 / one.sin;
+        let value = all.sin * inv_s;
         out.value = value;
-        out.dn = x * cos_nx / s;
-        out.dh = PI_F32 * (n * cos_nx - value * cos_pi(delta)) / s;
+        out.dn = x * all.cos * inv_s;
+        out.dh = PI_F32 * (n * all.cos - value * one.cos) * inv_s;
     }
     out
 }
@@ -89,9 +91,9 @@ pub fn sinc3(u: f32) -> Sinc3Partials {
     };
     if u >= 1.0 {
         let x = u.sqrt();
-        let t = x / PI_F32;
-        let sin_over_x = sin_pi(t) / x;
-        let value = 3.0 * (sin_over_x - cos_pi(t)) / u;
+        let sc = sin_cos_pi(x / PI_F32);
+        let sin_over_x = sc.sin / x;
+        let value = 3.0 * (sin_over_x - sc.cos) / u;
         out.value = value;
         // d/du = (3 sin x/x − 3·sinc3)/(2u)
         out.du = (3.0 * sin_over_x - 3.0 * value) / (2.0 * u);
@@ -412,7 +414,7 @@ fn kept(params: &Array<f32>, sources: &Array<f32>, row: usize, d: Vec3, #[compti
 
 /// C's cached per-pixel factors: ω of the first sample, the capture fraction of the last
 /// layer's first sample, the polarization of the first kept sample (layer, sub-pixel row and
-/// column, source).
+/// column, source); 1 for a factor whose `-oversample_*` flag applies it per term instead.
 #[derive(CubeType, Clone, Copy)]
 pub struct PixelFactors {
     pub omega: f32,
@@ -438,7 +440,7 @@ fn pixel_factors(
     let layers = counts[LAYERS];
     let first = ray(params, slow, fast, os, 0, 0, 0);
     let mut out = PixelFactors {
-        omega: forward::solid_angle(params, first.r, sw.point_pixel),
+        omega: 1.0,
         capture: 1.0,
         polar: 1.0,
         polar_found: false,
@@ -447,12 +449,15 @@ fn pixel_factors(
         polar_f: 0,
         polar_source: 0,
     };
-    if sw.sensor {
+    if !sw.oversample_omega {
+        out.omega = forward::solid_angle(params, first.r, sw.point_pixel);
+    }
+    if sw.sensor && !sw.oversample_thick {
         let last = ray(params, slow, fast, os, layers - 1, 0, 0);
         let parallax = dot(last.d, load3(params, ODET));
         out.capture = forward::capture_fraction(params, parallax, (layers - 1) as f32);
     }
-    if sw.polar {
+    if sw.polar && !sw.oversample_polar {
         out.polar = 0.0;
         let n_sources = counts[SOURCES] as u32;
         for t in 0..layers {
@@ -477,85 +482,264 @@ fn pixel_factors(
     out
 }
 
-/// Every term of orientation row `o` of one pixel, with cotangent `g_term` each: their
-/// adjoints into the thread's orientation accumulators `orient` (a/λ, b/λ, c/λ, then the
-/// offsets) and the rest into `acc`; returns Σ F²·L² of the row.
+/// Every term of orientation rows `batch·B..batch·B + B` (B = `sw.orientation_batch`) of one
+/// pixel, with cotangent `g_term` each: their adjoints into the thread's orientation
+/// accumulators `orient` (row m of the batch at m·12: a/λ, b/λ, c/λ, then the offsets) and the
+/// rest into `acc`; returns the running sum after them, from `running` before. Samples
+/// outside, orientations inside (C's order): one ray and one direction adjoint per sample and
+/// batch.
+///
+/// With the `-oversample_*` products C multiplies the running sum by the sample's factor f
+/// after every term: running ← (running + t)·f. Their adjoint is forward mode over the pixel
+/// (one batch holds every row, [`super::vjp::kernel_covers`]): the accumulators hold
+/// g·∂running/∂z, so after each term they are multiplied by f and take g·(running + t)·∂f/∂z.
 #[allow(clippy::too_many_arguments)]
 #[cube]
-fn orientation_terms(
+fn batch_terms(
     params: &Array<f32>,
     counts: &Array<i32>,
     sources: &Array<f32>,
     orientations: &Array<f32>,
     hkl: &Array<f32>,
-    o: usize,
+    batch: usize,
     slow: i32,
     fast: i32,
     g_term: f32,
+    running: f32,
     acc: &mut Array<f32>,
     orient: &mut Array<f32>,
     #[comptime] sw: Switches,
 ) -> f32 {
+    let flags = sw.oversample_thick || sw.oversample_polar || sw.oversample_omega;
     let os = counts[OVERSAMPLE];
     let layers = counts[LAYERS];
-    let per_source = counts[PER_SHOT] as usize / counts[SOURCES] as usize;
-    let row = (o / per_source) * SOURCE_WIDTH;
-    let first = o * ORIENTATION_WIDTH;
-    let axis_a = load3(orientations, first);
-    let axis_b = load3(orientations, first + 3);
-    let axis_c = load3(orientations, first + 6);
-    let mut sum = 0.0;
+    let per_shot = counts[PER_SHOT] as usize;
+    let per_source = per_shot / counts[SOURCES] as usize;
+    let mut sum = running;
     for t in 0..layers {
         for sub_s in 0..os {
             for sub_f in 0..os {
                 let at = ray(params, slow, fast, os, t, sub_s, sub_f);
-                let d = at.d;
-                if kept(params, sources, row, d, sw.dmin) {
-                    let h = miller_index(orientations, first, 0, d);
-                    let k = miller_index(orientations, first, 1, d);
-                    let l = miller_index(orientations, first, 2, d);
-                    let lat = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
-                    let f = structure_factor(params, counts, hkl, h, k, l, sw);
-                    let f2 = f.value * f.value;
-                    let l2 = lat.value * lat.value;
-                    sum += f2 * l2;
-                    if f.is_default {
-                        acc[G_DEFAULT_F] += g_term * 2.0 * f.value * l2;
+                // ∂L/∂d over the batch (a Vec3 cannot be reassigned in a kernel)
+                let mut gx = 0.0;
+                let mut gy = 0.0;
+                let mut gz = 0.0;
+                #[unroll]
+                for m in 0..sw.orientation_batch {
+                    let o = batch * sw.orientation_batch + m;
+                    let row = (o / per_source) * SOURCE_WIDTH;
+                    if o < per_shot && kept(params, sources, row, at.d, sw.dmin) {
+                        let incident = load3(sources, row + INCIDENT);
+                        let term = term_adjoint(
+                            params,
+                            counts,
+                            orientations,
+                            hkl,
+                            o,
+                            at.d,
+                            incident,
+                            g_term,
+                            acc,
+                            orient,
+                            m * ORIENTATION_WIDTH,
+                            sw,
+                        );
+                        if term.valid {
+                            gx += term.g_d.x;
+                            gy += term.g_d.y;
+                            gz += term.g_d.z;
+                            if flags {
+                                let f = term_factor(params, sources, row, at, t as f32, sw);
+                                let product = f.omega * f.capture * f.polar;
+                                scale_all(
+                                    acc,
+                                    orient,
+                                    comptime!(sw.orientation_batch * ORIENTATION_WIDTH),
+                                    product,
+                                );
+                                gx *= product;
+                                gy *= product;
+                                gz *= product;
+                                term_factor_adjoint(
+                                    params,
+                                    sources,
+                                    acc,
+                                    row,
+                                    at,
+                                    t as f32,
+                                    f,
+                                    g_term * (sum + term.value),
+                                    sw,
+                                );
+                                sum = (sum + term.value) * product;
+                            } else {
+                                sum += term.value;
+                            }
+                        }
                     }
-                    let g_l = g_term * 2.0 * lat.value * f2;
-                    acc[G_N_CELLS] += g_l * lat.dna;
-                    acc[G_N_CELLS + 1] += g_l * lat.dnb;
-                    acc[G_N_CELLS + 2] += g_l * lat.dnc;
-                    if sw.gauss {
-                        let g_c = scaled(lat.c, g_l * lat.kappa);
-                        add3(acc, G_RECIP, scaled(g_c, lat.frac.x));
-                        add3(acc, G_RECIP + 3, scaled(g_c, lat.frac.y));
-                        add3(acc, G_RECIP + 6, scaled(g_c, lat.frac.z));
-                    }
-                    let gh = g_l * lat.dh;
-                    let gk = g_l * lat.dk;
-                    let gl = g_l * lat.dl;
-                    // h_v = d·(a_v/λ) − offset_v
-                    add3(orient, 0, scaled(d, gh));
-                    add3(orient, 3, scaled(d, gk));
-                    add3(orient, 6, scaled(d, gl));
-                    orient[OFFSET] -= gh;
-                    orient[OFFSET + 1] -= gk;
-                    orient[OFFSET + 2] -= gl;
-                    let g_d = Vec3 {
-                        x: gh * axis_a.x + gk * axis_b.x + gl * axis_c.x,
-                        y: gh * axis_a.y + gk * axis_b.y + gl * axis_c.y,
-                        z: gh * axis_a.z + gk * axis_b.z + gl * axis_c.z,
-                    };
-                    push_direction(acc, at, g_d);
                 }
+                push_direction(acc, at, Vec3 { x: gx, y: gy, z: gz });
             }
         }
     }
     sum
 }
 
-/// The cached factors' adjoints, once the pixel's sum `total` = I_bg + Σ F²·L² is known;
+/// The factors one term of the `-oversample_*` products multiplies the running sum by: ω,
+/// the capture fraction and the Kahn factor of the sample (each 1 where its flag is off).
+#[derive(CubeType, Clone, Copy)]
+pub struct TermFactor {
+    pub omega: f32,
+    pub capture: f32,
+    pub polar: f32,
+}
+
+#[cube]
+fn term_factor(
+    params: &Array<f32>,
+    sources: &Array<f32>,
+    row: usize,
+    at: Ray,
+    layer: f32,
+    #[comptime] sw: Switches,
+) -> TermFactor {
+    let mut out = TermFactor {
+        omega: 1.0,
+        capture: 1.0,
+        polar: 1.0,
+    };
+    if sw.oversample_omega {
+        out.omega = forward::solid_angle(params, at.r, sw.point_pixel);
+    }
+    if sw.oversample_thick && sw.sensor {
+        out.capture = forward::capture_fraction(params, dot(at.d, load3(params, ODET)), layer);
+    }
+    if sw.oversample_polar && sw.polar {
+        out.polar = forward::kahn_factor(sources, row, at.d, params[KAHN]);
+    }
+    out
+}
+
+/// The adjoint of [`term_factor`]'s product for cotangent `g`.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn term_factor_adjoint(
+    params: &Array<f32>,
+    sources: &Array<f32>,
+    acc: &mut Array<f32>,
+    row: usize,
+    at: Ray,
+    layer: f32,
+    f: TermFactor,
+    g: f32,
+    #[comptime] sw: Switches,
+) {
+    if sw.oversample_omega {
+        solid_angle(params, acc, at, g * f.capture * f.polar, sw.point_pixel);
+    }
+    if sw.oversample_thick && sw.sensor {
+        capture_fraction(params, acc, at, layer, g * f.omega * f.polar);
+    }
+    if sw.oversample_polar && sw.polar {
+        kahn_factor(sources, params, acc, row, at, g * f.omega * f.capture);
+    }
+}
+
+/// Every accumulator of the thread times `f`.
+#[cube]
+fn scale_all(acc: &mut Array<f32>, orient: &mut Array<f32>, #[comptime] columns: usize, f: f32) {
+    #[unroll]
+    for j in 0..G_GLOBALS {
+        acc[j] *= f;
+    }
+    #[unroll]
+    for j in 0..columns {
+        orient[j] *= f;
+    }
+}
+
+/// One term's value F²·L², the cotangent of its direction d, and whether C counts it (it
+/// skips zero lattice factors without water where the `-oversample_*` products or tricubic
+/// interpolation make a skipped term differ from a zero one).
+#[derive(CubeType, Clone, Copy)]
+pub struct TermAdjoint {
+    pub value: f32,
+    pub g_d: Vec3,
+    pub valid: bool,
+}
+
+/// The adjoint of one term F²·L² of orientation row `o` along `d` with cotangent `g_term`:
+/// N, a*/b*/c* and default_F into `acc`, the row's 12 numbers into `orient[slot..slot + 12]`.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn term_adjoint(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    orientations: &Array<f32>,
+    hkl: &Array<f32>,
+    o: usize,
+    d: Vec3,
+    incident: Vec3,
+    g_term: f32,
+    acc: &mut Array<f32>,
+    orient: &mut Array<f32>,
+    #[comptime] slot: usize,
+    #[comptime] sw: Switches,
+) -> TermAdjoint {
+    let first = o * ORIENTATION_WIDTH;
+    let h = miller_index(orientations, first, 0, d);
+    let k = miller_index(orientations, first, 1, d);
+    let l = miller_index(orientations, first, 2, d);
+    let lat = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
+    let f = structure_factor(params, counts, hkl, h, k, l, sw);
+    let f2 = f.value * f.value;
+    let l2 = lat.value * lat.value;
+    // an invalid term (F_latt = 0) adds exactly 0 below
+    let mut valid = true;
+    if !sw.water && (sw.oversample_thick || sw.oversample_polar || sw.oversample_omega || sw.tricubic) {
+        valid = lat.value != 0.0;
+    }
+    if f.is_default {
+        acc[G_DEFAULT_F] += g_term * 2.0 * f.value * l2;
+    }
+    let g_l = g_term * 2.0 * lat.value * f2;
+    acc[G_N_CELLS] += g_l * lat.dna;
+    acc[G_N_CELLS + 1] += g_l * lat.dnb;
+    acc[G_N_CELLS + 2] += g_l * lat.dnc;
+    if sw.gauss {
+        let g_c = scaled(lat.c, g_l * lat.kappa);
+        add3(acc, G_RECIP, scaled(g_c, lat.frac.x));
+        add3(acc, G_RECIP + 3, scaled(g_c, lat.frac.y));
+        add3(acc, G_RECIP + 6, scaled(g_c, lat.frac.z));
+    }
+    let gh = g_l * lat.dh;
+    let gk = g_l * lat.dk;
+    let gl = g_l * lat.dl;
+    // h_v = d·(a_v/λ) − offset_v with offset_v = (a_v/λ)·i: the a/λ slots take (d − i)·∂L/∂h,
+    // small near the direct beam where d·∂L/∂h and i·∂L/∂h would cancel in the sums
+    // (`vjp::orientation_gradients` adds i·Σ ∂L/∂h back in f64)
+    let q = sum3(d, scaled(incident, -1.0));
+    add3(orient, slot, scaled(q, gh));
+    add3(orient, slot + 3, scaled(q, gk));
+    add3(orient, slot + 6, scaled(q, gl));
+    orient[slot + OFFSET] -= gh;
+    orient[slot + OFFSET + 1] -= gk;
+    orient[slot + OFFSET + 2] -= gl;
+    let axis_a = load3(orientations, first);
+    let axis_b = load3(orientations, first + 3);
+    let axis_c = load3(orientations, first + 6);
+    TermAdjoint {
+        value: f2 * l2,
+        valid,
+        g_d: Vec3 {
+            x: gh * axis_a.x + gk * axis_b.x + gl * axis_c.x,
+            y: gh * axis_a.y + gk * axis_b.y + gl * axis_c.y,
+            z: gh * axis_a.z + gk * axis_b.z + gl * axis_c.z,
+        },
+    }
+}
+
+/// The cached factors' adjoints, once the pixel's running sum `total` is known;
 /// `weight` = ∂L/∂I of the pixel, `scale` = r_e²·fluence/steps.
 #[allow(clippy::too_many_arguments)]
 #[cube]
@@ -578,20 +762,21 @@ fn factor_adjoints(
     let polar = factors.polar;
     let capture = factors.capture;
     acc[G_SCALE] += weight * total * omega * polar * capture;
-    acc[G_I_BG] += weight * scale * omega * polar * capture;
     let g = weight * scale * total;
-    solid_angle(
-        params,
-        acc,
-        ray(params, slow, fast, os, 0, 0, 0),
-        g * polar * capture,
-        sw.point_pixel,
-    );
-    if sw.sensor {
+    if !sw.oversample_omega {
+        solid_angle(
+            params,
+            acc,
+            ray(params, slow, fast, os, 0, 0, 0),
+            g * polar * capture,
+            sw.point_pixel,
+        );
+    }
+    if sw.sensor && !sw.oversample_thick {
         let last = ray(params, slow, fast, os, layers - 1, 0, 0);
         capture_fraction(params, acc, last, (layers - 1) as f32, g * omega * polar);
     }
-    if sw.polar && factors.polar_found {
+    if sw.polar && !sw.oversample_polar && factors.polar_found {
         let at = ray(
             params,
             slow,
@@ -606,30 +791,191 @@ fn factor_adjoints(
     }
 }
 
-/// The workgroup's sum of `values[from..from + 12]` over its threads, in thread order, into
-/// `partials[at..at + 12]`. Every thread of the workgroup calls it (it synchronises them).
+/// The workgroup's sum of `values[0..columns]` over its threads, in thread order, into
+/// `output[at..at + min(columns, limit)]`. Every thread of the workgroup calls it (it
+/// synchronises them).
 #[cube]
-fn reduce_chunk(
+fn reduce_columns(
     values: &Array<f32>,
-    #[comptime] from: usize,
+    #[comptime] columns: usize,
     shared: &mut SharedMemory<f32>,
-    partials: &mut Array<f32>,
+    output: &mut Array<f32>,
     at: usize,
+    limit: usize,
     unit: usize,
 ) {
     #[unroll]
-    for j in 0..G_CHUNK {
-        shared[unit * G_CHUNK + j] = values[from + j];
+    for j in 0..columns {
+        shared[unit * columns + j] = values[j];
     }
     sync_cube();
-    if unit < G_CHUNK {
+    if unit < columns && unit < limit {
         let mut s = 0.0;
         for t in 0..WORKGROUP {
-            s += shared[t * G_CHUNK + unit];
+            s += shared[t * columns + unit];
         }
-        partials[at + unit] = s;
+        output[at + unit] = s;
     }
     sync_cube();
+}
+
+/// Σ_j `values[j]`·`tangents[at + j]` over the `columns` values.
+#[cube]
+fn contract(
+    values: &Array<f32>,
+    #[comptime] from: usize,
+    #[comptime] columns: usize,
+    tangents: &Array<f32>,
+    at: usize,
+) -> f32 {
+    let mut s = 0.0;
+    #[unroll]
+    for j in 0..columns {
+        s += values[from + j] * tangents[at + j];
+    }
+    s
+}
+
+/// Shared memory the pass needs: one row of batch columns per thread for the reduction.
+fn shared_len(derivatives: bool, batch_columns: usize) -> usize {
+    if derivatives {
+        1
+    } else {
+        WORKGROUP * batch_columns.max(G_GLOBALS)
+    }
+}
+
+/// One pixel's adjoint (x = fast, y = slow, one shot), 64 invocations per workgroup along
+/// fast, then either the workgroup's reduction ([`pixel_vjp`]: `input` = weights, `output` =
+/// partials) or the contraction with tangents ([`pixel_derivatives`]: `input` = tangents,
+/// `output` = derivative images), chosen at compile time.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn pixel_adjoint(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    scales: &Array<f32>,
+    hkl: &Array<f32>,
+    mask: &Array<f32>,
+    input: &Array<f32>,
+    output: &mut Array<f32>,
+    #[comptime] derivatives: bool,
+    #[comptime] sw: Switches,
+) {
+    let fpixels = counts[FPIXELS] as usize;
+    let pixels = fpixels * counts[SPIXELS] as usize;
+    let fast_at = ABSOLUTE_POS_X as usize;
+    let pixel = ABSOLUTE_POS_Y as usize * fpixels + fast_at;
+    let slow = ABSOLUTE_POS_Y as i32;
+    let fast = fast_at as i32;
+    let inside = fast_at < fpixels && pixel < pixels;
+    let rendered = inside && is_rendered(counts, mask, slow, fast, sw.masked);
+    let per_shot = counts[PER_SHOT] as usize;
+    let width = G_GLOBALS + per_shot * ORIENTATION_WIDTH;
+    let mut n = 0usize;
+    let mut weight = 1.0;
+    if derivatives {
+        n = input.len() / width;
+        if inside {
+            for k in 0..n {
+                output[k * pixels + pixel] = 0.0;
+            }
+        }
+        if !rendered {
+            terminate!();
+        }
+    } else {
+        weight = 0.0;
+        if rendered {
+            weight = input[pixel];
+        }
+    }
+    let active = rendered && weight != 0.0;
+    let row = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize * width;
+    let unit = UNIT_POS_X as usize;
+    let scale = scales[0];
+    let batch_rows = sw.orientation_batch;
+    let batch_columns = comptime!(sw.orientation_batch * ORIENTATION_WIDTH);
+    let mut shared = SharedMemory::<f32>::new(comptime!(shared_len(derivatives, batch_columns)));
+    let mut acc = Array::<f32>::new(G_GLOBALS);
+    #[unroll]
+    for j in 0..G_GLOBALS {
+        acc[j] = 0.0;
+    }
+    let mut orient = Array::<f32>::new(batch_columns);
+    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
+    let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
+    // ∂I/∂I_bg: the running sum starts at I_bg (the `-oversample_*` products scale it after)
+    acc[G_I_BG] = g_term;
+    let mut total = params[I_BG];
+    let batches = per_shot.div_ceil(batch_rows);
+    for batch in 0..batches {
+        #[unroll]
+        for j in 0..batch_columns {
+            orient[j] = 0.0;
+        }
+        if active {
+            total = batch_terms(
+                params,
+                counts,
+                sources,
+                orientations,
+                hkl,
+                batch,
+                slow,
+                fast,
+                g_term,
+                total,
+                &mut acc,
+                &mut orient,
+                sw,
+            );
+        }
+        let column = G_GLOBALS + batch * batch_columns;
+        if derivatives {
+            let rows = min(per_shot - batch * batch_rows, batch_rows) * ORIENTATION_WIDTH;
+            for k in 0..n {
+                let mut s = 0.0;
+                #[unroll]
+                for m in 0..batch_rows {
+                    if m * ORIENTATION_WIDTH < rows {
+                        s += contract(
+                            &orient,
+                            m * ORIENTATION_WIDTH,
+                            ORIENTATION_WIDTH,
+                            input,
+                            k * width + column + m * ORIENTATION_WIDTH,
+                        );
+                    }
+                }
+                output[k * pixels + pixel] += s;
+            }
+        } else {
+            reduce_columns(
+                &orient,
+                batch_columns,
+                &mut shared,
+                output,
+                row + column,
+                width - column,
+                unit,
+            );
+        }
+    }
+    if active {
+        factor_adjoints(
+            params, counts, sources, slow, fast, factors, total, weight, scale, &mut acc, sw,
+        );
+    }
+    if derivatives {
+        for k in 0..n {
+            output[k * pixels + pixel] += contract(&acc, 0usize, G_GLOBALS, input, k * width);
+        }
+    } else {
+        reduce_columns(&acc, G_GLOBALS, &mut shared, output, row, G_GLOBALS, unit);
+    }
 }
 
 /// One invocation per image pixel (x = fast, y = slow, one shot), 64 per workgroup along
@@ -652,71 +998,19 @@ pub fn pixel_vjp(
     partials: &mut Array<f32>,
     #[comptime] sw: Switches,
 ) {
-    let fpixels = counts[FPIXELS] as usize;
-    let fast_at = ABSOLUTE_POS_X as usize;
-    let slow_at = ABSOLUTE_POS_Y as usize;
-    let slow = slow_at as i32;
-    let fast = fast_at as i32;
-    let rendered = fast_at < fpixels && is_rendered(counts, mask, slow, fast, sw.masked);
-    let mut weight = 0.0;
-    if rendered {
-        weight = weights[slow_at * fpixels + fast_at];
-    }
-    let active = weight != 0.0;
-    let per_shot = counts[PER_SHOT] as usize;
-    let width = G_GLOBALS + per_shot * ORIENTATION_WIDTH;
-    let row = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize * width;
-    let unit = UNIT_POS_X as usize;
-    let scale = scales[0];
-    let mut shared = SharedMemory::<f32>::new(WORKGROUP * G_CHUNK);
-    let mut acc = Array::<f32>::new(G_GLOBALS);
-    #[unroll]
-    for j in 0..G_GLOBALS {
-        acc[j] = 0.0;
-    }
-    let mut orient = Array::<f32>::new(ORIENTATION_WIDTH);
-    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
-    let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
-    let mut total = params[I_BG];
-    for o in 0..per_shot {
-        #[unroll]
-        for j in 0..ORIENTATION_WIDTH {
-            orient[j] = 0.0;
-        }
-        if active {
-            total += orientation_terms(
-                params,
-                counts,
-                sources,
-                orientations,
-                hkl,
-                o,
-                slow,
-                fast,
-                g_term,
-                &mut acc,
-                &mut orient,
-                sw,
-            );
-        }
-        reduce_chunk(
-            &orient,
-            0usize,
-            &mut shared,
-            partials,
-            row + G_GLOBALS + o * ORIENTATION_WIDTH,
-            unit,
-        );
-    }
-    if active {
-        factor_adjoints(
-            params, counts, sources, slow, fast, factors, total, weight, scale, &mut acc, sw,
-        );
-    }
-    #[unroll]
-    for c in 0usize..G_GLOBALS / G_CHUNK {
-        reduce_chunk(&acc, c * G_CHUNK, &mut shared, partials, row + c * G_CHUNK, unit);
-    }
+    pixel_adjoint(
+        params,
+        counts,
+        sources,
+        orientations,
+        scales,
+        hkl,
+        mask,
+        weights,
+        partials,
+        false,
+        sw,
+    );
 }
 
 /// One invocation per image pixel (x = fast, y = slow, one shot): the derivative images
@@ -738,75 +1032,19 @@ pub fn pixel_derivatives(
     derivatives: &mut Array<f32>,
     #[comptime] sw: Switches,
 ) {
-    let fpixels = counts[FPIXELS] as usize;
-    let pixels = fpixels * counts[SPIXELS] as usize;
-    let fast_at = ABSOLUTE_POS_X as usize;
-    let slow_at = ABSOLUTE_POS_Y as usize;
-    let pixel = slow_at * fpixels + fast_at;
-    if fast_at >= fpixels || pixel >= pixels {
-        terminate!();
-    }
-    let per_shot = counts[PER_SHOT] as usize;
-    let width = G_GLOBALS + per_shot * ORIENTATION_WIDTH;
-    let n = tangents.len() / width;
-    for k in 0..n {
-        derivatives[k * pixels + pixel] = 0.0;
-    }
-    let slow = slow_at as i32;
-    let fast = fast_at as i32;
-    if !is_rendered(counts, mask, slow, fast, sw.masked) {
-        terminate!();
-    }
-    let scale = scales[0];
-    let mut acc = Array::<f32>::new(G_GLOBALS);
-    #[unroll]
-    for j in 0..G_GLOBALS {
-        acc[j] = 0.0;
-    }
-    let mut orient = Array::<f32>::new(ORIENTATION_WIDTH);
-    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
-    let g_term = scale * factors.omega * factors.polar * factors.capture;
-    let mut total = params[I_BG];
-    for o in 0..per_shot {
-        #[unroll]
-        for j in 0..ORIENTATION_WIDTH {
-            orient[j] = 0.0;
-        }
-        total += orientation_terms(
-            params,
-            counts,
-            sources,
-            orientations,
-            hkl,
-            o,
-            slow,
-            fast,
-            g_term,
-            &mut acc,
-            &mut orient,
-            sw,
-        );
-        for k in 0..n {
-            let at = k * width + G_GLOBALS + o * ORIENTATION_WIDTH;
-            let mut s = 0.0;
-            #[unroll]
-            for j in 0..ORIENTATION_WIDTH {
-                s += orient[j] * tangents[at + j];
-            }
-            derivatives[k * pixels + pixel] += s;
-        }
-    }
-    factor_adjoints(
-        params, counts, sources, slow, fast, factors, total, 1.0, scale, &mut acc, sw,
+    pixel_adjoint(
+        params,
+        counts,
+        sources,
+        orientations,
+        scales,
+        hkl,
+        mask,
+        tangents,
+        derivatives,
+        true,
+        sw,
     );
-    for k in 0..n {
-        let mut s = 0.0;
-        #[unroll]
-        for j in 0..G_GLOBALS {
-            s += acc[j] * tangents[k * width + j];
-        }
-        derivatives[k * pixels + pixel] += s;
-    }
 }
 
 /// `sums[j]` = Σ_b `partials[b·width + j]`, b in order (width = `sums`' length): the second

@@ -53,6 +53,7 @@ impl PixelJob {
             oversample_polar: exp.oversample_polar,
             oversample_omega: exp.oversample_omega,
             masked: mask.is_some(),
+            orientation_batch: orientation_batch(scene.orientations / scene.shots),
         };
         let mut counts = vec![0i32; at::COUNTS];
         let d = &exp.detector;
@@ -223,4 +224,13 @@ pub struct Switches {
     pub oversample_omega: bool,
     /// A mask: `mask` holds 1 (rendered) or 0 per ROI position.
     pub masked: bool,
+    /// Orientation rows the adjoint kernels accumulate between two workgroup reductions
+    /// ([`orientation_batch`]).
+    pub orientation_batch: usize,
+}
+
+/// Orientation rows per batch of the adjoint kernels for `per_shot` rows a shot: at most
+/// [`at::ORIENTATION_BATCH`], each 12 registers a thread; fewer rows, fewer batches' barriers.
+pub fn orientation_batch(per_shot: usize) -> usize {
+    per_shot.clamp(1, at::ORIENTATION_BATCH)
 }

@@ -93,7 +93,8 @@ pub const G_KAHN: usize = 28;
 pub const G_DEFAULT_F: usize = 29;
 pub const G_I_BG: usize = 30;
 pub const G_SCALE: usize = 31;
-/// The slots above, padded to whole chunks.
+/// The slots above, padded.
 pub const G_GLOBALS: usize = 36;
-/// Values a workgroup reduces at a time (12 threads sum a column each).
-pub const G_CHUNK: usize = 12;
+/// The most orientation rows a thread of the adjoint kernels accumulates between two
+/// workgroup reductions (each reduction costs two barriers; each row 12 registers).
+pub const ORIENTATION_BATCH: usize = 4;

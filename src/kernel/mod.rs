@@ -36,11 +36,10 @@ pub use job::{PixelJob, Switches};
 
 use crate::diff::host::Host;
 use crate::error::{Error, Result};
-use crate::output::Statistics;
+use crate::image::{Image, Statistics};
 use crate::params::Params;
 use crate::scene::Scene;
 use crate::setup::Experiment;
-use crate::simulate::Image;
 use crate::simulator::scenes::Scenes;
 use burn::backend::ndarray::NdArrayDevice;
 use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};

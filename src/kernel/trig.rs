@@ -20,21 +20,76 @@ pub const PI_F32: f32 = std::f32::consts::PI;
 /// (truncation error below 7e-10, relative accuracy kept down to x → 0).
 #[cube]
 pub fn sin_pi(t: f32) -> f32 {
+    sin_series(fold(t).x)
+}
+
+/// An argument t (half-turns) folded onto x ∈ [−π/2, π/2] (rad): sin(π·t) = sin x and
+/// cos(π·t) = `sign`·cos x.
+#[derive(CubeType, Clone, Copy)]
+pub struct Folded {
+    pub x: f32,
+    pub sign: f32,
+}
+
+#[cube]
+fn fold(t: f32) -> Folded {
     let m = t - 2.0 * (t * 0.5 + 0.5).floor();
     let mut folded = m;
+    let mut sign = 1.0;
     if m > 0.5 {
         folded = 1.0 - m;
+        sign = -1.0;
     }
     if m < -0.5 {
         folded = -1.0 - m;
+        sign = -1.0;
     }
-    let x = folded * PI_F32;
+    Folded {
+        x: folded * PI_F32,
+        sign,
+    }
+}
+
+/// sin x for |x| ≤ π/2: its Taylor polynomial to x¹³.
+#[cube]
+fn sin_series(x: f32) -> f32 {
     let x2 = x * x;
     let series = 1.0
         + x2 * (-1.0 / 6.0
             + x2 * (1.0 / 120.0
                 + x2 * (-1.0 / 5040.0 + x2 * (1.0 / 362880.0 + x2 * (-1.0 / 39916800.0 + x2 * (1.0 / 6227020800.0))))));
     x * series
+}
+
+/// cos x for |x| ≤ π/2: its Taylor polynomial to x¹⁴ (truncation error below 1e-10).
+#[cube]
+fn cos_series(x: f32) -> f32 {
+    let x2 = x * x;
+    1.0 + x2
+        * (-1.0 / 2.0
+            + x2 * (1.0 / 24.0
+                + x2 * (-1.0 / 720.0
+                    + x2 * (1.0 / 40320.0
+                        + x2 * (-1.0 / 3628800.0 + x2 * (1.0 / 479001600.0 + x2 * (-1.0 / 87178291200.0)))))))
+}
+
+/// sin(π·t) and cos(π·t).
+#[derive(CubeType, Clone, Copy)]
+pub struct SinCos {
+    pub sin: f32,
+    pub cos: f32,
+}
+
+/// sin(π·t) and cos(π·t) from one reduction (half-turns), for the adjoints, which need both
+/// of one argument. The sine as [`sin_pi`]; the cosine to a few ulp absolute (not relative
+/// near its zeros, as [`cos_pi`]: the adjoints add it to terms of order one).
+#[cube]
+pub fn sin_cos_pi(t: f32) -> SinCos {
+    let f = fold(t);
+    SinCos {
+        sin: sin_series(f.x),
+        cos: f.sign * cos_series(f.x),
+    }
 }
 
 /// cos(π·t) = sin(π·(½ − |m|)) with m = t − 2·round(t/2) ∈ [−1, 1] (dimensionless
@@ -95,6 +150,10 @@ mod tests {
                 output[i] = cos_pi(x);
             } else if which == 2 {
                 output[i] = sincg(x, 37.0);
+            } else if which == 4 {
+                output[i] = sin_cos_pi(x).sin;
+            } else if which == 5 {
+                output[i] = sin_cos_pi(x).cos;
             } else {
                 output[i] = sinc3(x);
             }
@@ -156,6 +215,16 @@ mod tests {
             |t| (PI * (t - 2.0 * (t / 2.0).round())).cos(),
             |w| 3e-7 + 4e-7 * w.abs(),
         );
+    }
+
+    #[test]
+    fn sin_cos_pi_matches_f64_to_a_few_ulp() {
+        check(
+            4,
+            |t| (PI * (t - 2.0 * (t / 2.0).round())).sin(),
+            |w| 3e-7 + 4e-7 * w.abs(),
+        );
+        check(5, |t| (PI * (t - 2.0 * (t / 2.0).round())).cos(), |_| 4e-7);
     }
 
     #[test]

@@ -21,11 +21,15 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
 
 /// Whether the vector–Jacobian kernel covers `job`: one shot, no tricubic interpolation, a
-/// planar detector, none of the `-oversample_*` products. (Structure-factor grids are covered
-/// without a gradient for their values: see [`super::adjoint`].)
+/// planar detector, and with the `-oversample_*` products at most one batch of orientation
+/// rows ([`super::layout::ORIENTATION_BATCH`]). (Structure-factor grids are covered without a
+/// gradient for their values: see [`super::adjoint`].)
 pub fn kernel_covers(job: &PixelJob) -> bool {
     let s = job.switches;
-    job.shots == 1 && !(s.tricubic || s.curved || s.oversample_thick || s.oversample_polar || s.oversample_omega)
+    let flags = s.oversample_thick || s.oversample_polar || s.oversample_omega;
+    // the products' adjoint needs every orientation row of a shot in one batch
+    let one_batch = job.counts[at::PER_SHOT] as usize <= s.orientation_batch;
+    job.shots == 1 && !(s.tricubic || s.curved) && (!flags || one_batch)
 }
 
 /// Σ_p w_p·∂I_p/∂z by the kernel for `job` (of `exp`), `weights` = ∂L/∂I `[spixels,
@@ -60,12 +64,13 @@ pub fn scene_variable_gradients<B: Backend>(
     exp: &Experiment,
     base: &SceneTensors<B>,
     sums: &[f32],
+    incidents: &[[f64; 3]],
     device: &B::Device,
 ) -> Result<Vec<Vec<f64>>> {
     let g = |from: usize, n: usize| sums[from..from + n].iter().map(|&v| v as f64).collect::<Vec<f64>>();
     let zeros = base.variables().into_iter().map(|t| t.zeros_like()).collect();
     let mut grad = base.clone().with_variables(zeros);
-    let (coef, offset) = orientation_gradients(&sums[at::G_GLOBALS..]);
+    let (coef, offset) = orientation_gradients(&sums[at::G_GLOBALS..], incidents);
     let c = offset.len() / 3;
     grad.coef = tensor2(coef, [3, 3 * c], device);
     grad.offset = tensor2(offset, [1, 3 * c], device);
@@ -97,21 +102,42 @@ pub fn scene_variable_gradients<B: Backend>(
     grad.variables().into_iter().map(to_host).collect()
 }
 
-/// The orientation rows' sums (12 a row: a/λ, b/λ, c/λ, then the offsets) in the scene's
-/// layouts: `coef` `[3, 3C]` (axis, then vector, then row) and `offset` `[1, 3C]`.
-fn orientation_gradients(rows: &[f32]) -> (Vec<f64>, Vec<f64>) {
+/// The orientation rows' sums in the scene's layouts: `coef` `[3, 3C]` (axis, then vector,
+/// then row) and `offset` `[1, 3C]`. The kernel sums Σ (d − i)·∂L/∂h for a/λ (`incidents`:
+/// each row's i, as the kernel read it) and −Σ ∂L/∂h for the offsets a·i/λ; a/λ's own sum is
+/// Σ d·∂L/∂h = the first plus i·Σ ∂L/∂h. (Near the direct beam d ≈ i: summed apart in f32,
+/// Σ d·∂L/∂h and i·Σ ∂L/∂h would cancel to their rounding.)
+fn orientation_gradients(rows: &[f32], incidents: &[[f64; 3]]) -> (Vec<f64>, Vec<f64>) {
     let c = rows.len() / at::ORIENTATION_WIDTH;
     let mut coef = vec![0.0; 9 * c];
     let mut offset = vec![0.0; 3 * c];
-    for (ci, row) in rows.chunks_exact(at::ORIENTATION_WIDTH).enumerate() {
+    for ((ci, row), i) in rows.chunks_exact(at::ORIENTATION_WIDTH).enumerate().zip(incidents) {
         for v in 0..3 {
+            let off = row[at::OFFSET + v] as f64;
             for axis in 0..3 {
-                coef[axis * 3 * c + v * c + ci] = row[3 * v + axis] as f64;
+                coef[axis * 3 * c + v * c + ci] = row[3 * v + axis] as f64 - i[axis] * off;
             }
-            offset[v * c + ci] = row[at::OFFSET + v] as f64;
+            offset[v * c + ci] = off;
         }
     }
     (coef, offset)
+}
+
+/// The incident direction (unit, as the kernel reads it in f32) of each orientation row's
+/// source.
+fn row_incidents(job: &PixelJob) -> Vec<[f64; 3]> {
+    let c = job.counts[at::PER_SHOT] as usize;
+    let per_source = c / job.counts[at::SOURCES].max(1) as usize;
+    (0..c)
+        .map(|o| {
+            let r = (o / per_source.max(1)) * at::SOURCE_WIDTH + at::INCIDENT;
+            [
+                job.sources[r] as f64,
+                job.sources[r + 1] as f64,
+                job.sources[r + 2] as f64,
+            ]
+        })
+        .collect()
 }
 
 /// The image of `exp` at the configuration's parameters and Σ_p w_p·∂I_p/∂θ for every
@@ -184,7 +210,7 @@ impl KernelScene {
             return Ok(None);
         };
         let cpu = NdArrayDevice::Cpu;
-        let g = scene_variable_gradients(exp, &self.base, &sums, &cpu)?;
+        let g = scene_variable_gradients(exp, &self.base, &sums, &row_incidents(&self.job), &cpu)?;
         scene_to_params(params, self.z, g, &cpu).map(Some)
     }
 }
@@ -216,10 +242,9 @@ pub fn derivative_images<B: PixelKernel>(
         return Ok(None);
     }
     let n = specs.len();
-    let c = host.orientations;
-    let jac = derivative::scene_jacobian::<Autodiff<Host>>(cfg, exp, &[], &specs, n, c, &cpu)?;
+    let jac = derivative::scene_jacobian_by_differences(cfg, exp, &specs, n)?;
     let width = at::G_GLOBALS + job.orientations.len();
-    let tangents = kernel_tangents(exp, &jac, n, c, width);
+    let tangents = kernel_tangents(exp, &jac, n, &row_incidents(&job), width);
     let Some(mut images) = super::render::<B>(exp, &host, device)? else {
         return Ok(None);
     };
@@ -252,8 +277,10 @@ pub fn derivative_images<B: PixelKernel>(
 /// The Jacobian columns ∂z/∂θ_i of the derivative module's scene vector (component-major
 /// `[m, n]`, [`derivative::layout`] order) as the kernel's tangents `[n, width]`, in the
 /// vector–Jacobian layout (the curved detector's axes and distance, unused by the kernel, are
-/// left out).
-fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, c: usize, width: usize) -> Vec<f32> {
+/// left out). The kernel's a/λ slots hold Σ (d − i)·∂L/∂h ([`orientation_gradients`]), so an
+/// offset's tangent there is ∂(a·i/λ)/∂θ − i·∂(a/λ)/∂θ.
+fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3]], width: usize) -> Vec<f32> {
+    let c = incidents.len();
     let mut rows = std::collections::HashMap::new();
     let mut row = 0;
     for (name, len) in derivative::layout(c) {
@@ -278,13 +305,16 @@ fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, c: usize, width: usi
         copy(at::G_DEFAULT_F, "default_f", 1);
         copy(at::G_I_BG, "i_bg", 1);
         ti[at::G_SCALE] = column("fluence", 0, i) * R_E_SQR / exp.steps as f64;
-        for ci in 0..c {
+        for (ci, incident) in incidents.iter().enumerate() {
             let o = at::G_GLOBALS + ci * at::ORIENTATION_WIDTH;
             for v in 0..3 {
+                let mut offset = column("offset", v * c + ci, i);
                 for axis in 0..3 {
-                    ti[o + 3 * v + axis] = column("coef", axis * 3 * c + v * c + ci, i);
+                    let coef = column("coef", axis * 3 * c + v * c + ci, i);
+                    ti[o + 3 * v + axis] = coef;
+                    offset -= incident[axis] * coef;
                 }
-                ti[o + at::OFFSET + v] = column("offset", v * c + ci, i);
+                ti[o + at::OFFSET + v] = offset;
             }
         }
     }

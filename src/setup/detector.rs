@@ -2,11 +2,13 @@
 //! centres, as the C program resolves them (physics reference §2.2, §3, §4).
 
 use crate::config::{Convention, DetectorConfig, Pivot};
-use crate::diff::detector::{detector_in_frame, DetectorFrame};
+use crate::diff::detector::{detector_in_frame, DetectorFrame, DetectorTensors};
 use crate::diff::host;
+use crate::diff::{const_scalar, const_vec3};
 use crate::error::{Error, Result};
 use crate::geometry::Vec3;
 use crate::geometry::{cross, dot, norm, scale, sub, unitize};
+use burn::tensor::{backend::Backend, Tensor};
 
 /// The resolved detector, lab frame, SI units (m, rad).
 #[derive(Debug, Clone, PartialEq)]
@@ -379,6 +381,23 @@ impl DetectorGeometry {
     /// Number of pixels.
     pub fn pixels(&self) -> usize {
         self.fpixels * self.spixels
+    }
+}
+
+impl DetectorGeometry {
+    /// This resolved detector as constant tensors, placed as `like`.
+    pub fn tensors<B: Backend, const D: usize>(&self, like: &Tensor<B, D>) -> DetectorTensors<B> {
+        let vec = |v: Vec3| const_vec3(v, like);
+        let scalar = |x: f64| const_scalar(x, like);
+        DetectorTensors {
+            fdet: vec(self.fdet),
+            sdet: vec(self.sdet),
+            odet: vec(self.odet),
+            pix0: vec(self.pix0),
+            close_distance: scalar(self.close_distance),
+            distance: scalar(self.distance),
+            ratio: scalar(self.ratio),
+        }
     }
 }
 

@@ -28,7 +28,6 @@ use super::scenes::Scenes;
 use super::{forward_options, render, Setup};
 use crate::cli::{parse_args, Parsed};
 use crate::config::SimConfig;
-use crate::diff::detector::DetectorTensors;
 use crate::diff::rigid_motion::RigidMotion;
 use crate::error::{Error, Result};
 use crate::geometry::Vec3;
@@ -255,7 +254,7 @@ impl PanelSetup {
         which
             .map(|i| {
                 let (setup, _) = &self.panels[i];
-                let at_file = DetectorTensors::constant(&setup.exp.detector, &motions);
+                let at_file = setup.exp.detector.tensors(&motions);
                 SceneTensors {
                     rendered: rendered_positions(&setup.exp, &device),
                     ..shared.clone()

@@ -396,22 +396,27 @@ pub fn launches_in_profile_log(text: &str) -> usize {
 /// (`want`): ‖got − want‖/‖want‖ ≤ 1e-2 and, for vectors longer than 1, cosine ≥ 0.9999; a
 /// zero reference wants an exact zero (the host's ∂z/∂θ, f64, holds such zeros exactly).
 pub fn assert_gradients_agree(label: &str, got: &[f64], want: &[f64]) {
+    if let Some(why) = gradients_disagree(label, got, want) {
+        panic!("{why}");
+    }
+}
+
+/// [`assert_gradients_agree`]'s test as a value: why the two disagree, `None` if they agree.
+pub fn gradients_disagree(label: &str, got: &[f64], want: &[f64]) -> Option<String> {
     let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
     let (ng, nw) = (norm(got), norm(want));
     let diff: Vec<f64> = got.iter().zip(want).map(|(a, b)| a - b).collect();
     if nw == 0.0 {
         println!("{label}: reference 0, got ‖g‖ = {ng:.1e}");
-        assert!(ng == 0.0, "{label}: {got:?} where the reference is 0");
-        return;
+        return (ng != 0.0).then(|| format!("{label}: {got:?} where the reference is 0"));
     }
     let relative = norm(&diff) / nw;
     let cosine = got.iter().zip(want).map(|(a, b)| a * b).sum::<f64>() / (ng * nw).max(1e-300);
     println!("{label}: ‖Δ‖/‖ref‖ = {relative:.1e}, cosine {cosine:.7}");
-    assert!(
-        relative <= 1e-2,
-        "{label}: {got:?} against {want:?} (‖Δ‖/‖ref‖ = {relative:.1e})"
-    );
-    if want.len() > 1 {
-        assert!(cosine >= 0.9999, "{label}: {got:?} against {want:?} (cosine {cosine})");
+    if relative > 1e-2 {
+        return Some(format!(
+            "{label}: {got:?} against {want:?} (‖Δ‖/‖ref‖ = {relative:.1e})"
+        ));
     }
+    (want.len() > 1 && cosine < 0.9999).then(|| format!("{label}: {got:?} against {want:?} (cosine {cosine})"))
 }

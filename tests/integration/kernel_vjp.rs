@@ -4,7 +4,8 @@
 //! for every parameter (‖Δ‖/‖ref‖ ≤ 1e-2, cosine ≥ 0.9999: `common::assert_gradients_agree`).
 //! The configurations span what the kernel covers: the four spot shapes, the detector
 //! conventions and pivots, mosaic domains and φ steps, sources (divergence, dispersion),
-//! polarization, `-dmin`, absorption layers, point pixels, ROI, water and oversampling.
+//! polarization, `-dmin`, absorption layers, point pixels, ROI, water, oversampling and the
+//! `-oversample_*` products.
 //! A property test holds the same on random configurations inside the coverage; repeated
 //! products return the same bits.
 //!
@@ -16,8 +17,11 @@ use crate::common;
 use common::setup;
 
 use burn::backend::wgpu::WgpuDevice;
+use nanobragg::cli::{parse_args, Parsed};
+use nanobragg::config::HklSource;
 use nanobragg::engine::{Engine, Precision, WgpuFused};
 use nanobragg::gradient::ParamGradient;
+use nanobragg::setup::Experiment;
 use nanobragg::simulate::RenderOptions;
 use proptest::prelude::*;
 
@@ -63,6 +67,15 @@ const CONFIGURATIONS: &[(&str, &str)] = &[
     (
         "spindle, φ, flux",
         "-spindle_axis 0 1 0 -phi 30 -osc 2 -phisteps 3 -flux 1e12 -exposure 2 -beamsize 0.05 -oversample 1",
+    ),
+    (
+        "oversample products, absorption layers",
+        "-oversample 2 -oversample_omega -oversample_polar -oversample_thick -polar 0.7 -detector_abs 300 \
+         -detector_thick 100 -thicksteps 2",
+    ),
+    (
+        "oversample ω, mosaic",
+        "-oversample 2 -oversample_omega -mosaic 0.5 -mosaic_dom 3 -polar 0.7",
     ),
 ];
 
@@ -134,13 +147,17 @@ fn kernel_gradients_repeat_bit_for_bit() {
 }
 
 /// The kernel's `image_vjp` declines what it does not cover (the curved detector, the
-/// `-oversample_*` products), which the engine then answers with the tensor stages.
+/// `-oversample_*` products over more orientation rows than one batch), which the engine then
+/// answers with the tensor stages.
 #[test]
 fn configurations_outside_the_kernel_fall_back_to_the_tensor_stages() {
     if !common::engine_available(FUSED) {
         return;
     }
-    for extra in ["-curved_det -oversample 1", "-oversample 2 -oversample_omega"] {
+    for extra in [
+        "-curved_det -oversample 1",
+        "-oversample 2 -oversample_omega -mosaic 0.5 -mosaic_dom 5",
+    ] {
         let (cfg, exp) = setup(&format!("{BASE} {extra}"));
         let none = nanobragg::kernel::vjp::image_vjp::<WgpuFused>(&cfg, &exp, None, &WgpuDevice::default()).unwrap();
         assert!(
@@ -173,11 +190,12 @@ fn kernel_derivative_images_equal_the_tensor_stages_in_f64() {
         "detector_roty",
         "twotheta",
     ];
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
         (CONFIGURATIONS[1].1, &["polar", "mosaic", "water", "cell_b", "Nc"]),
         (CONFIGURATIONS[3].1, &["cell_c", "Nb"]),
         (CONFIGURATIONS[5].1, &["polar", "detector_rotx"]),
         (CONFIGURATIONS[7].1, &["dispersion", "misset_z"]),
+        (CONFIGURATIONS[11].1, &["polar", "detector_rotx"]),
     ];
     for (extra, more) in cases {
         let flags = format!("{BASE} {extra}");
@@ -308,4 +326,76 @@ proptest! {
             }
         }
     }
+}
+
+/// The angular parameters (rad).
+const ANGLES: [&str; 5] = ["misset", "phi", "mosaic_spread", "detector_rotation", "twotheta"];
+
+/// Every golden case's configuration (C's flags, rendered on 16×16 pixels a quarter of the
+/// detector off its centre through `-roi`, where the image has no mirror symmetry to cancel
+/// gradients to their rounding): every parameter's gradient of Σ w·I on the fused wgpu
+/// engine (the kernels where they cover the configuration, the tensor stages on the device
+/// where they do not) equals the CPU f64 engine's.
+#[test]
+fn every_golden_configuration_has_the_f64_gradients_on_wgpu() {
+    let Some(dir) = common::golden_dir() else { return };
+    if !common::engine_available(FUSED) {
+        return;
+    }
+    let mut by_kernel = 0;
+    let mut failures = Vec::new();
+    let cases = common::cases(&dir);
+    for case in &cases {
+        let (f, s) = (case.fpixels / 4, case.spixels / 3);
+        let roi = format!("{} {} {} {}", f, f + 15, s, s + 15);
+        let mut args: Vec<&str> = case.args.iter().map(String::as_str).collect();
+        args.push("-roi");
+        args.extend(roi.split_whitespace());
+        let Parsed::Run(mut cfg, _) = parse_args(&args).unwrap() else {
+            panic!("{}: a run", case.name)
+        };
+        if cfg.crystal.hkl == HklSource::FdumpIfPresent {
+            cfg.crystal.hkl = HklSource::None;
+        }
+        let exp = Experiment::new(&cfg).unwrap();
+        let w = weights(exp.detector.pixels());
+        let kernel =
+            nanobragg::kernel::vjp::image_vjp::<WgpuFused>(&cfg, &exp, Some(&w), &WgpuDevice::default()).unwrap();
+        by_kernel += kernel.is_some() as usize;
+        // outside the kernels: a structure-factor grid's own gradient, tricubic, the curved detector
+        let outside = args
+            .iter()
+            .any(|a| matches!(*a, "-hkl" | "-interpolate" | "-curved_det"));
+        assert_eq!(kernel.is_some(), !outside, "{}: the kernel's coverage", case.name);
+        let (_, ours) = FUSED
+            .image_vjp(&cfg, &exp, Some(&w), &RenderOptions::default())
+            .unwrap();
+        let (_, reference) = CPU.image_vjp(&cfg, &exp, Some(&w), &RenderOptions::default()).unwrap();
+        // an angle that moves no pixel here (XDS's and DIALS's 2θ; φ about the spindle of an
+        // aligned cubic cell with round or Gaussian spots) has a gradient that cancels to 0
+        // in the reference, to f32 noise on the device: held to the noise of the largest
+        // angular gradient (all per radian) instead
+        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let angular = |name: &str| ANGLES.contains(&name);
+        let scale = reference
+            .iter()
+            .filter(|c| angular(c.name))
+            .map(|c| norm(&c.values))
+            .fold(0.0, f64::max);
+        let path = if kernel.is_some() { "kernel" } else { "tensor stages" };
+        for (k, c) in ours.iter().zip(&reference) {
+            assert_eq!(k.name, c.name);
+            let label = format!("{} ({path}): ∂L/∂{}", case.name, k.name);
+            if angular(k.name) && norm(&c.values) <= 1e-9 * scale {
+                println!("{label}: moves no pixel, got {:.1e} of {scale:.1e}", norm(&k.values));
+                if norm(&k.values) > 1e-4 * scale {
+                    failures.push(format!("{label}: {:?} where the reference is 0", k.values));
+                }
+                continue;
+            }
+            failures.extend(common::gradients_disagree(&label, &k.values, &c.values));
+        }
+    }
+    println!("{by_kernel} of {} golden configurations by the kernel", cases.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

