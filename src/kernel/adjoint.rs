@@ -18,20 +18,21 @@
 //! row of `partials`; [`sum_partials`] then sums the rows, in row order. No float atomics:
 //! the same inputs give the same bits.
 //!
-//! Covered: the four spot shapes, default_F and nearest-neighbour structure factors (with no
-//! gradient for the grid values), polarization, `-dmin`, absorption layers, point pixels, ROI
-//! and mask, water, several sources, φ steps and mosaic domains, the `-oversample_*` products
-//! (with at most [`ORIENTATION_BATCH`] orientation rows a shot), one shot per launch. Not
-//! covered ([`super::vjp::kernel_covers`]): tricubic interpolation and the curved detector.
+//! Covered: the four spot shapes, default_F, nearest-neighbour and tricubic structure factors
+//! (C's fall-back included; the grid values' own gradient is the scatter kernel's,
+//! [`super::scatter`]), polarization, `-dmin`, absorption layers, point pixels, the curved
+//! detector, ROI and mask, water, several sources, φ steps and mosaic domains, the
+//! `-oversample_*` products (with at most [`ORIENTATION_BATCH`] orientation rows a shot), one
+//! shot per launch ([`super::vjp::kernel_covers`]).
 
 use super::job::Switches;
 use super::layout::*;
 use super::pixel as forward;
 use super::pixel::{
-    cross, dot, fractional, grid_offset, is_rendered, load3, miller_index, nearest, sample_position, scaled, stol,
-    sum3, Vec3,
+    clamp_index, cross, dot, fractional, is_rendered, lab_position, lagrange_weight, load3, miller_index, nearest,
+    nearest_node, sample_position, scaled, stol, sum3, tricubic_block, tricubic_out_of_range, Vec3,
 };
-use super::trig::{sin_cos_pi, PI_F32};
+use super::trig::{sin_cos_pi, sin_pi, PI_F32};
 use cubecl::prelude::*;
 
 /// sin(Nπh)/sin(πh) on δ = h − round(h) and its partials ∂/∂h, ∂/∂N.
@@ -217,14 +218,22 @@ pub fn lattice_factor(
     }
 }
 
-/// F_cell and whether it is default_F (the only structure factor with a gradient here).
+/// F_cell with its partials ∂/∂h, ∂/∂k, ∂/∂l, whether it is default_F, and Σ|∂F/∂F_node|
+/// over the grid's nodes it read (1 for nearest neighbour, the product of the axes' Σ|w| for
+/// tricubic; 0 for default_F).
 #[derive(CubeType, Clone, Copy)]
 pub struct CellFactor {
     pub value: f32,
     pub is_default: bool,
+    pub dh: f32,
+    pub dk: f32,
+    pub dl: f32,
+    pub weight_sum: f32,
 }
 
-/// F_cell by nearest neighbour (or default_F without a grid), as the forward kernel.
+/// F_cell as the forward kernel: tricubic interpolation (before C's fall-back, `nearest_now`
+/// false), nearest neighbour, or default_F without a grid.
+#[allow(clippy::too_many_arguments)]
 #[cube]
 pub fn structure_factor(
     params: &Array<f32>,
@@ -233,27 +242,111 @@ pub fn structure_factor(
     h: f32,
     k: f32,
     l: f32,
+    nearest_now: bool,
     #[comptime] sw: Switches,
 ) -> CellFactor {
     let mut out = CellFactor {
         value: params[DEFAULT_F],
         is_default: true,
+        dh: 0.0,
+        dk: 0.0,
+        dl: 0.0,
+        weight_sum: 0.0,
     };
-    if sw.nearest {
+    if sw.tricubic && !nearest_now {
+        let t = tricubic(counts, hkl, h, k, l);
+        out.value = t.value;
+        out.is_default = false;
+        out.dh = t.dh;
+        out.dk = t.dk;
+        out.dl = t.dl;
+        out.weight_sum = t.weight_sum;
+    } else if sw.nearest || sw.tricubic {
         out.value = nearest(params, counts, hkl, h, k, l);
-        out.is_default = !in_grid(counts, h, k, l);
+        if nearest_node(counts, h, k, l) >= 0 {
+            out.is_default = false;
+            out.weight_sum = 1.0;
+        }
     }
     out
 }
 
-/// Whether the nearest node of (h, k, l) lies on the structure-factor grid (where
-/// `pixel::nearest` reads the grid).
+/// ∂w_n/∂t of [`lagrange_weight`] (nodes at −1, 0, 1, 2).
 #[cube]
-fn in_grid(counts: &Array<i32>, h: f32, k: f32, l: f32) -> bool {
-    let ih = grid_offset(counts, (h - 0.5).ceil(), 0usize);
-    let ik = grid_offset(counts, (k - 0.5).ceil(), 1usize);
-    let il = grid_offset(counts, (l - 0.5).ceil(), 2usize);
-    ih >= 0 && ih < counts[HKL_COUNT] && ik >= 0 && ik < counts[HKL_COUNT + 1] && il >= 0 && il < counts[HKL_COUNT + 2]
+pub fn lagrange_slope(t: f32, n: u32) -> f32 {
+    let t2 = 3.0 * t * t;
+    let mut w = (t2 - 1.0) / 6.0;
+    if n == 0 {
+        w = (t2 - 6.0 * t + 2.0) / -6.0;
+    } else if n == 1 {
+        w = (t2 - 4.0 * t - 1.0) / 2.0;
+    } else if n == 2 {
+        w = (t2 - 2.0 * t - 2.0) / -2.0;
+    }
+    w
+}
+
+/// Σ_n |w_n(t)|, the four Lagrange weights' absolute sum.
+#[cube]
+fn lagrange_abs_sum(t: f32) -> f32 {
+    let mut s = 0.0;
+    #[unroll]
+    for n in 0..4u32 {
+        s += lagrange_weight(t, n).abs();
+    }
+    s
+}
+
+/// The adjoint of `pixel::tricubic`: the same sums in the same order, with ∂/∂h, ∂/∂k, ∂/∂l
+/// by the weights' slopes (the block's nodes do not move within a cell).
+#[cube]
+pub fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> CellFactor {
+    let fh = h.floor();
+    let fk = k.floor();
+    let fl = l.floor();
+    let ck = counts[HKL_COUNT + 1];
+    let cl = counts[HKL_COUNT + 2];
+    let last = counts[HKL_COUNT] * ck * cl - 1;
+    let base = tricubic_block(counts, fh, fk, fl);
+    let mut f = 0.0;
+    let mut dh = 0.0;
+    let mut dk = 0.0;
+    let mut dl = 0.0;
+    #[unroll]
+    for i in 0..4u32 {
+        let mut fk_sum = 0.0;
+        let mut fk_dk = 0.0;
+        let mut fk_dl = 0.0;
+        #[unroll]
+        for j in 0..4u32 {
+            let mut fl_sum = 0.0;
+            let mut fl_dl = 0.0;
+            #[unroll]
+            for m in 0..4u32 {
+                let at = clamp_index(base + (i as i32 * ck + j as i32) * cl + m as i32, last);
+                let v = hkl[at as usize];
+                fl_sum += v * lagrange_weight(l - fl, m);
+                fl_dl += v * lagrange_slope(l - fl, m);
+            }
+            let wj = lagrange_weight(k - fk, j);
+            fk_sum += fl_sum * wj;
+            fk_dk += fl_sum * lagrange_slope(k - fk, j);
+            fk_dl += fl_dl * wj;
+        }
+        let wi = lagrange_weight(h - fh, i);
+        f += fk_sum * wi;
+        dh += fk_sum * lagrange_slope(h - fh, i);
+        dk += fk_dk * wi;
+        dl += fk_dl * wi;
+    }
+    CellFactor {
+        value: f,
+        is_default: false,
+        dh,
+        dk,
+        dl,
+        weight_sum: lagrange_abs_sum(h - fh) * lagrange_abs_sum(k - fk) * lagrange_abs_sum(l - fl),
+    }
 }
 
 /// The detector coordinates (m) of sample (t, sub_s, sub_f) of a pixel: along f, s, o.
@@ -293,6 +386,85 @@ pub fn sample_position_adjoint(acc: &mut Array<f32>, coords: Vec3, g_pos: Vec3) 
     add3(acc, G_PIX0, g_pos);
 }
 
+/// The adjoint of `pixel::rotate_about`, R = v cos θ + (k × v) sin θ + k (k·v)(1 − cos θ), for
+/// the cotangent g of R: ∂L/∂v, ∂L/∂k and ∂L/∂θ.
+#[derive(CubeType, Clone, Copy)]
+pub struct RotationAdjoint {
+    pub g_v: Vec3,
+    pub g_k: Vec3,
+    pub g_theta: f32,
+}
+
+#[cube]
+pub fn rotate_about(v: Vec3, k: Vec3, theta: f32, g: Vec3) -> RotationAdjoint {
+    let half = theta / PI_F32;
+    let s = sin_pi(half);
+    let h = sin_pi(half * 0.5);
+    let one_minus_cos = 2.0 * h * h;
+    let cos = 1.0 - one_minus_cos;
+    let kg = dot(k, g);
+    let kv = dot(k, v);
+    RotationAdjoint {
+        // g cos θ + (g × k) sin θ + k (k·g)(1 − cos θ)
+        g_v: sum3(
+            sum3(scaled(g, cos), scaled(cross(g, k), s)),
+            scaled(k, kg * one_minus_cos),
+        ),
+        // (v × g) sin θ + ((k·g) v + (k·v) g)(1 − cos θ)
+        g_k: sum3(
+            scaled(cross(v, g), s),
+            scaled(sum3(scaled(v, kg), scaled(g, kv)), one_minus_cos),
+        ),
+        g_theta: -s * dot(v, g) + cos * dot(cross(k, v), g) + s * kv * kg,
+    }
+}
+
+/// The adjoint of `pixel::curved_position` at the planar position `planar` (m) for the
+/// cotangent `g` of the curved one: the rotation axes (rows f and s as the curved detector
+/// reads them) and the distance into `acc`; returns ∂L/∂planar (only its y and z move the
+/// curved position).
+#[cube]
+pub fn curved_position(params: &Array<f32>, acc: &mut Array<f32>, planar: Vec3, g: Vec3) -> Vec3 {
+    let distance = params[DISTANCE];
+    let beam = load3(params, BEAM);
+    let fdet = load3(params, FDET);
+    let sdet = load3(params, SDET);
+    let start = scaled(beam, distance);
+    let about_s = planar.y / distance;
+    let about_f = planar.z / distance;
+    let middle = forward::rotate_about(start, sdet, about_s);
+    let second = rotate_about(middle, fdet, about_f, g);
+    let first = rotate_about(start, sdet, about_s, second.g_v);
+    add3(acc, G_CURVED_FDET, second.g_k);
+    add3(acc, G_CURVED_SDET, first.g_k);
+    acc[G_DISTANCE] += dot(beam, first.g_v) - (first.g_theta * about_s + second.g_theta * about_f) / distance;
+    Vec3 {
+        x: 0.0,
+        y: first.g_theta / distance,
+        z: second.g_theta / distance,
+    }
+}
+
+/// The adjoint of `pixel::lab_position` at detector coordinates `coords` (m) for the cotangent
+/// `g_pos` of the lab position: the detector frame and, on the curved detector, its axes and
+/// distance.
+#[cube]
+fn lab_position_adjoint(
+    params: &Array<f32>,
+    acc: &mut Array<f32>,
+    coords: Vec3,
+    g_pos: Vec3,
+    #[comptime] curved: bool,
+) {
+    if curved {
+        let planar = sample_position(params, coords.x, coords.y, coords.z);
+        let g_planar = curved_position(params, acc, planar, g_pos);
+        sample_position_adjoint(acc, coords, g_planar);
+    } else {
+        sample_position_adjoint(acc, coords, g_pos);
+    }
+}
+
 /// The adjoint of d = P/|P| (unit, `r` = |P| in m): ∂L/∂P = (g − d·(d·g))/r.
 #[cube]
 pub fn direction_adjoint(d: Vec3, r: f32, g_d: Vec3) -> Vec3 {
@@ -315,10 +487,20 @@ pub struct Ray {
     pub r: f32,
 }
 
+#[allow(clippy::too_many_arguments)]
 #[cube]
-fn ray(params: &Array<f32>, slow: i32, fast: i32, os: i32, t: i32, sub_s: i32, sub_f: i32) -> Ray {
+pub(super) fn ray(
+    params: &Array<f32>,
+    slow: i32,
+    fast: i32,
+    os: i32,
+    t: i32,
+    sub_s: i32,
+    sub_f: i32,
+    #[comptime] curved: bool,
+) -> Ray {
     let coords = detector_coordinates(params, slow, fast, os, t, sub_s, sub_f);
-    let pos = sample_position(params, coords.x, coords.y, coords.z);
+    let pos = lab_position(params, coords.x, coords.y, coords.z, curved);
     let r = dot(pos, pos).sqrt();
     Ray {
         coords,
@@ -327,31 +509,38 @@ fn ray(params: &Array<f32>, slow: i32, fast: i32, os: i32, t: i32, sub_s: i32, s
     }
 }
 
-/// A change ∂L/∂d of a sample's direction, pushed back to the detector frame.
+/// A change ∂L/∂d of a sample's direction, pushed back to the detector.
 #[cube]
-fn push_direction(acc: &mut Array<f32>, ray: Ray, g_d: Vec3) {
-    sample_position_adjoint(acc, ray.coords, direction_adjoint(ray.d, ray.r, g_d));
+fn push_direction(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, g_d: Vec3, #[comptime] curved: bool) {
+    lab_position_adjoint(params, acc, ray.coords, direction_adjoint(ray.d, ray.r, g_d), curved);
 }
 
 /// The adjoint of `pixel::solid_angle` at `ray` for cotangent `g` of ω: close_distance and
 /// the position.
 #[cube]
-pub fn solid_angle(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, g: f32, #[comptime] point_pixel: bool) {
+pub fn solid_angle(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, g: f32, #[comptime] sw: Switches) {
     let r = ray.r;
     let mut g_r = -2.0 * g / (r * r * r);
-    if !point_pixel {
+    if !sw.point_pixel {
         let area_over_r3 = params[PIXEL_AREA] / (r * r * r);
         acc[G_CLOSE_DISTANCE] += g * area_over_r3;
         g_r = -3.0 * g * area_over_r3 * params[CLOSE_DISTANCE] / r;
     }
     // ∂r/∂P = d
-    sample_position_adjoint(acc, ray.coords, scaled(ray.d, g_r));
+    lab_position_adjoint(params, acc, ray.coords, scaled(ray.d, g_r), sw.curved);
 }
 
 /// The adjoint of `pixel::capture_fraction` in layer `layer` at `ray` for cotangent `g`: the
 /// parallax ρ = d·o reads o (the scene's `odet_col`) and d.
 #[cube]
-pub fn capture_fraction(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, layer: f32, g: f32) {
+pub fn capture_fraction(
+    params: &Array<f32>,
+    acc: &mut Array<f32>,
+    ray: Ray,
+    layer: f32,
+    g: f32,
+    #[comptime] sw: Switches,
+) {
     let odet = load3(params, ODET);
     let parallax = dot(ray.d, odet);
     let step_mu = params[STEP_MU];
@@ -360,15 +549,24 @@ pub fn capture_fraction(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, lay
     let dk = layer * (layer * k).exp() - (layer + 1.0) * ((layer + 1.0) * k).exp();
     let g_parallax = g * dk * step_mu / (parallax * parallax);
     add3(acc, G_ODET_COL, scaled(ray.d, g_parallax));
-    push_direction(acc, ray, scaled(odet, g_parallax));
+    push_direction(params, acc, ray, scaled(odet, g_parallax), sw.curved);
 }
 
 /// The adjoint of `pixel::kahn_factor` of source row `row` at `ray` for cotangent `g`: K and
 /// the direction. sin²2θ = |d × i|² as the forward kernel (1 − cos²2θ loses its digits at
 /// small angles in f32, and ∂/∂K sums it with both signs of cos 2ψ over the detector); the
 /// part of ∂/∂d along i enters as its component across d, (d × i) × d, for the same reason.
+#[allow(clippy::too_many_arguments)]
 #[cube]
-pub fn kahn_factor(sources: &Array<f32>, params: &Array<f32>, acc: &mut Array<f32>, row: usize, ray: Ray, g: f32) {
+pub fn kahn_factor(
+    sources: &Array<f32>,
+    params: &Array<f32>,
+    acc: &mut Array<f32>,
+    row: usize,
+    ray: Ray,
+    g: f32,
+    #[comptime] sw: Switches,
+) {
     let d = ray.d;
     let incident = load3(sources, row + INCIDENT);
     let e_in = load3(sources, row + E_IN);
@@ -399,12 +597,12 @@ pub fn kahn_factor(sources: &Array<f32>, params: &Array<f32>, acc: &mut Array<f3
         y: along_i * i_across_d.y + frame * (d_e * e_in.y + d_b * b_in.y),
         z: along_i * i_across_d.z + frame * (d_e * e_in.z + d_b * b_in.z),
     };
-    push_direction(acc, ray, g_d);
+    push_direction(params, acc, ray, g_d, sw.curved);
 }
 
 /// Whether source row `row` keeps the sample along `d` (`-dmin`).
 #[cube]
-fn kept(params: &Array<f32>, sources: &Array<f32>, row: usize, d: Vec3, #[comptime] dmin: bool) -> bool {
+pub(super) fn kept(params: &Array<f32>, sources: &Array<f32>, row: usize, d: Vec3, #[comptime] dmin: bool) -> bool {
     let mut keep = true;
     if dmin {
         keep = stol(d, load3(sources, row + INCIDENT), sources[row + INV_LAMBDA]) <= params[STOL_MAX];
@@ -428,7 +626,7 @@ pub struct PixelFactors {
 }
 
 #[cube]
-fn pixel_factors(
+pub(super) fn pixel_factors(
     params: &Array<f32>,
     counts: &Array<i32>,
     sources: &Array<f32>,
@@ -438,7 +636,7 @@ fn pixel_factors(
 ) -> PixelFactors {
     let os = counts[OVERSAMPLE];
     let layers = counts[LAYERS];
-    let first = ray(params, slow, fast, os, 0, 0, 0);
+    let first = ray(params, slow, fast, os, 0, 0, 0, sw.curved);
     let mut out = PixelFactors {
         omega: 1.0,
         capture: 1.0,
@@ -453,7 +651,7 @@ fn pixel_factors(
         out.omega = forward::solid_angle(params, first.r, sw.point_pixel);
     }
     if sw.sensor && !sw.oversample_thick {
-        let last = ray(params, slow, fast, os, layers - 1, 0, 0);
+        let last = ray(params, slow, fast, os, layers - 1, 0, 0, sw.curved);
         let parallax = dot(last.d, load3(params, ODET));
         out.capture = forward::capture_fraction(params, parallax, (layers - 1) as f32);
     }
@@ -463,7 +661,7 @@ fn pixel_factors(
         for t in 0..layers {
             for sub_s in 0..os {
                 for sub_f in 0..os {
-                    let at = ray(params, slow, fast, os, t, sub_s, sub_f);
+                    let at = ray(params, slow, fast, os, t, sub_s, sub_f, sw.curved);
                     for si in 0..n_sources {
                         let row = si as usize * SOURCE_WIDTH;
                         if !out.polar_found && kept(params, sources, row, at.d, sw.dmin) {
@@ -482,6 +680,61 @@ fn pixel_factors(
     out
 }
 
+/// C's index (sample, then orientation row) of the first term of pixel `pixel` that takes
+/// nearest-neighbour structure factors under C's tricubic fall-back (`counts[SWITCH_PIXEL]`,
+/// found by the render): 0 after the switching pixel, never before it or without tricubic
+/// interpolation, and at the switching pixel the first kept, counted term whose point leaves
+/// the grid (the render's test, in the render's order).
+#[allow(clippy::too_many_arguments)]
+#[cube]
+pub fn first_nearest_term(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    pixel: i32,
+    slow: i32,
+    fast: i32,
+    #[comptime] sw: Switches,
+) -> i32 {
+    // i32::MAX: never
+    let mut first = 2147483647i32;
+    if sw.tricubic {
+        let switch = counts[SWITCH_PIXEL];
+        if pixel > switch {
+            first = 0;
+        } else if pixel == switch {
+            let os = counts[OVERSAMPLE];
+            let per_shot = counts[PER_SHOT] as usize;
+            let per_source = per_shot / counts[SOURCES] as usize;
+            let mut index = 0i32;
+            for t in 0..counts[LAYERS] {
+                for sub_s in 0..os {
+                    for sub_f in 0..os {
+                        let at = ray(params, slow, fast, os, t, sub_s, sub_f, sw.curved);
+                        for o in 0..per_shot {
+                            let row = (o / per_source) * SOURCE_WIDTH;
+                            if first == 2147483647i32 && kept(params, sources, row, at.d, sw.dmin) {
+                                let r = o * ORIENTATION_WIDTH;
+                                let h = miller_index(orientations, r, 0, at.d);
+                                let k = miller_index(orientations, r, 1, at.d);
+                                let l = miller_index(orientations, r, 2, at.d);
+                                let lattice = forward::lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
+                                let counted = sw.water || lattice != 0.0;
+                                if counted && tricubic_out_of_range(counts, h, k, l) {
+                                    first = index;
+                                }
+                            }
+                            index += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    first
+}
+
 /// Every term of orientation rows `batch·B..batch·B + B` (B = `sw.orientation_batch`) of one
 /// pixel, with cotangent `g_term` each: their adjoints into the thread's orientation
 /// accumulators `orient` (row m of the batch at m·12: a/λ, b/λ, c/λ, then the offsets) and the
@@ -493,6 +746,9 @@ fn pixel_factors(
 /// after every term: running ← (running + t)·f. Their adjoint is forward mode over the pixel
 /// (one batch holds every row, [`super::vjp::kernel_covers`]): the accumulators hold
 /// g·∂running/∂z, so after each term they are multiplied by f and take g·(running + t)·∂f/∂z.
+///
+/// Terms from C's index `nearest_from` on take nearest-neighbour structure factors (C's
+/// tricubic fall-back, [`first_nearest_term`]).
 #[allow(clippy::too_many_arguments)]
 #[cube]
 fn batch_terms(
@@ -506,6 +762,7 @@ fn batch_terms(
     fast: i32,
     g_term: f32,
     running: f32,
+    nearest_from: i32,
     acc: &mut Array<f32>,
     orient: &mut Array<f32>,
     #[comptime] sw: Switches,
@@ -519,7 +776,8 @@ fn batch_terms(
     for t in 0..layers {
         for sub_s in 0..os {
             for sub_f in 0..os {
-                let at = ray(params, slow, fast, os, t, sub_s, sub_f);
+                let at = ray(params, slow, fast, os, t, sub_s, sub_f, sw.curved);
+                let sample = ((t * os + sub_s) * os + sub_f) * per_shot as i32;
                 // ∂L/∂d over the batch (a Vec3 cannot be reassigned in a kernel)
                 let mut gx = 0.0;
                 let mut gy = 0.0;
@@ -539,6 +797,7 @@ fn batch_terms(
                             at.d,
                             incident,
                             g_term,
+                            sample + o as i32 >= nearest_from,
                             acc,
                             orient,
                             m * ORIENTATION_WIDTH,
@@ -578,7 +837,7 @@ fn batch_terms(
                         }
                     }
                 }
-                push_direction(acc, at, Vec3 { x: gx, y: gy, z: gz });
+                push_direction(params, acc, at, Vec3 { x: gx, y: gy, z: gz }, sw.curved);
             }
         }
     }
@@ -635,13 +894,13 @@ fn term_factor_adjoint(
     #[comptime] sw: Switches,
 ) {
     if sw.oversample_omega {
-        solid_angle(params, acc, at, g * f.capture * f.polar, sw.point_pixel);
+        solid_angle(params, acc, at, g * f.capture * f.polar, sw);
     }
     if sw.oversample_thick && sw.sensor {
-        capture_fraction(params, acc, at, layer, g * f.omega * f.polar);
+        capture_fraction(params, acc, at, layer, g * f.omega * f.polar, sw);
     }
     if sw.oversample_polar && sw.polar {
-        kahn_factor(sources, params, acc, row, at, g * f.omega * f.capture);
+        kahn_factor(sources, params, acc, row, at, g * f.omega * f.capture, sw);
     }
 }
 
@@ -681,6 +940,7 @@ fn term_adjoint(
     d: Vec3,
     incident: Vec3,
     g_term: f32,
+    nearest_now: bool,
     acc: &mut Array<f32>,
     orient: &mut Array<f32>,
     #[comptime] slot: usize,
@@ -691,7 +951,7 @@ fn term_adjoint(
     let k = miller_index(orientations, first, 1, d);
     let l = miller_index(orientations, first, 2, d);
     let lat = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
-    let f = structure_factor(params, counts, hkl, h, k, l, sw);
+    let f = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
     let f2 = f.value * f.value;
     let l2 = lat.value * lat.value;
     // an invalid term (F_latt = 0) adds exactly 0 below
@@ -699,8 +959,12 @@ fn term_adjoint(
     if !sw.water && (sw.oversample_thick || sw.oversample_polar || sw.oversample_omega || sw.tricubic) {
         valid = lat.value != 0.0;
     }
+    // ∂L/∂F_cell
+    let g_f = g_term * 2.0 * f.value * l2;
     if f.is_default {
-        acc[G_DEFAULT_F] += g_term * 2.0 * f.value * l2;
+        acc[G_DEFAULT_F] += g_f;
+    } else {
+        acc[G_GRID_BOUND] += g_f.abs() * f.weight_sum;
     }
     let g_l = g_term * 2.0 * lat.value * f2;
     acc[G_N_CELLS] += g_l * lat.dna;
@@ -712,9 +976,9 @@ fn term_adjoint(
         add3(acc, G_RECIP + 3, scaled(g_c, lat.frac.y));
         add3(acc, G_RECIP + 6, scaled(g_c, lat.frac.z));
     }
-    let gh = g_l * lat.dh;
-    let gk = g_l * lat.dk;
-    let gl = g_l * lat.dl;
+    let gh = g_l * lat.dh + g_f * f.dh;
+    let gk = g_l * lat.dk + g_f * f.dk;
+    let gl = g_l * lat.dl + g_f * f.dl;
     // h_v = d·(a_v/λ) − offset_v with offset_v = (a_v/λ)·i: the a/λ slots take (d − i)·∂L/∂h,
     // small near the direct beam where d·∂L/∂h and i·∂L/∂h would cancel in the sums
     // (`vjp::orientation_gradients` adds i·Σ ∂L/∂h back in f64)
@@ -767,14 +1031,14 @@ fn factor_adjoints(
         solid_angle(
             params,
             acc,
-            ray(params, slow, fast, os, 0, 0, 0),
+            ray(params, slow, fast, os, 0, 0, 0, sw.curved),
             g * polar * capture,
-            sw.point_pixel,
+            sw,
         );
     }
     if sw.sensor && !sw.oversample_thick {
-        let last = ray(params, slow, fast, os, layers - 1, 0, 0);
-        capture_fraction(params, acc, last, (layers - 1) as f32, g * omega * polar);
+        let last = ray(params, slow, fast, os, layers - 1, 0, 0, sw.curved);
+        capture_fraction(params, acc, last, (layers - 1) as f32, g * omega * polar, sw);
     }
     if sw.polar && !sw.oversample_polar && factors.polar_found {
         let at = ray(
@@ -785,9 +1049,10 @@ fn factor_adjoints(
             factors.polar_t,
             factors.polar_s,
             factors.polar_f,
+            sw.curved,
         );
         let row = factors.polar_source as usize * SOURCE_WIDTH;
-        kahn_factor(sources, params, acc, row, at, g * omega * capture);
+        kahn_factor(sources, params, acc, row, at, g * omega * capture, sw);
     }
 }
 
@@ -907,6 +1172,7 @@ fn pixel_adjoint(
     let mut orient = Array::<f32>::new(batch_columns);
     let factors = pixel_factors(params, counts, sources, slow, fast, sw);
     let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
+    let nearest_from = first_nearest_term(params, counts, sources, orientations, pixel as i32, slow, fast, sw);
     // ∂I/∂I_bg: the running sum starts at I_bg (the `-oversample_*` products scale it after)
     acc[G_I_BG] = g_term;
     let mut total = params[I_BG];
@@ -928,6 +1194,7 @@ fn pixel_adjoint(
                 fast,
                 g_term,
                 total,
+                nearest_from,
                 &mut acc,
                 &mut orient,
                 sw,

@@ -144,6 +144,20 @@ pub trait PixelKernel: Backend {
         None
     }
 
+    /// The structure-factor grid's Σ_p w_p·∂I_p/∂F_node as 64-bit fixed-point sums `[2·nodes]`
+    /// (i32 words, low then high, per node) in units of 1/`params[GRID_SCALE]`, for weights
+    /// `weights` `[spixels, fpixels]` (f32), by one launch of
+    /// [`super::scatter::pixel_grid_vjp`]; `None` where this backend has no kernel.
+    fn pixel_grid_vjp(
+        inputs: KernelInputs<Self>,
+        weights: FloatTensor<Self>,
+        shape: VjpShape,
+        nodes: usize,
+    ) -> Option<IntTensor<Self>> {
+        let _ = (inputs, weights, shape, nodes);
+        None
+    }
+
     /// The images `[spixels, fpixels]` (photons) of `scenes` at `params` by the kernel,
     /// [`crate::Simulator::forward`]'s fast path: the parameters' values are read back and the
     /// scenes evaluated from them on the host ([`super::images_at`]). On an autodiff backend

@@ -5,6 +5,7 @@ use super::adjoint::{pixel_derivatives, pixel_vjp, sum_partials};
 use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
 use super::layout::{PARTIAL_WIDTH, WORKGROUP};
 use super::pixel::{image_statistics, render_pixels};
+use super::scatter::pixel_grid_vjp;
 use burn::tensor::DType;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_dtype;
@@ -38,6 +39,15 @@ where
         shape: VjpShape,
     ) -> Option<CubeTensor<R>> {
         Some(launch_derivatives(inputs.into_array(), tangents, shape))
+    }
+
+    fn pixel_grid_vjp(
+        inputs: KernelInputs<Self>,
+        weights: CubeTensor<R>,
+        shape: VjpShape,
+        nodes: usize,
+    ) -> Option<CubeTensor<R>> {
+        Some(launch_grid_vjp(inputs.into_array(), weights, shape, nodes))
     }
 }
 
@@ -186,4 +196,46 @@ fn launch_derivatives<R: CubeRuntime>(
         );
     }
     images
+}
+
+/// The grid's scatter kernel, from the inputs in [`KernelInputs`]' order and the weights
+/// `[spixels, fpixels]`: the fixed-point words `[2·nodes]` (i32, zeroed before the launch).
+fn launch_grid_vjp<R: CubeRuntime>(
+    inputs: [CubeTensor<R>; 7],
+    weights: CubeTensor<R>,
+    shape: VjpShape,
+    nodes: usize,
+) -> CubeTensor<R> {
+    let [params, counts, sources, orientations, scales, hkl, mask] = inputs;
+    let weights = into_contiguous(weights);
+    assert!(weights.dtype == DType::F32, "the scatter kernel reads f32 weights");
+    let client = params.client.clone();
+    let words = CubeTensor::new_contiguous(
+        client.clone(),
+        params.device.clone(),
+        vec![2 * nodes].into(),
+        client.create_from_slice(&vec![0u8; 8 * nodes]),
+        DType::I32,
+    );
+    // SAFETY: as for the render: invocations past the image return at once, structure-factor
+    // nodes are clamped into the grid (nearest neighbour's are checked), and each node owns
+    // words 2·node and 2·node + 1 of `words`
+    unsafe {
+        pixel_grid_vjp::launch_unchecked::<R>(
+            &client,
+            CubeCount::Static(shape.fpixels.div_ceil(WORKGROUP) as u32, shape.spixels as u32, 1),
+            CubeDim::new_1d(WORKGROUP as u32),
+            params.into_array_arg(),
+            counts.into_array_arg(),
+            sources.into_array_arg(),
+            orientations.into_array_arg(),
+            scales.into_array_arg(),
+            hkl.into_array_arg(),
+            mask.into_array_arg(),
+            weights.into_array_arg(),
+            words.clone().into_array_arg(),
+            shape.switches,
+        );
+    }
+    words
 }

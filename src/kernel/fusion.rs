@@ -52,12 +52,23 @@ fn kernel_inputs<B: FusionBackend>(
     }
 }
 
-/// The custom operation of an adjoint kernel (8 inputs, 1 output): the vector–Jacobian
-/// product (`derivatives` 0 in the shape) or the derivative images.
+/// Which adjoint kernel a custom operation runs.
+#[derive(Debug, Clone, Copy)]
+enum AdjointKind {
+    /// The vector–Jacobian product: f32 sums.
+    Vjp,
+    /// The derivative images: f32 images.
+    Derivatives,
+    /// The structure-factor grid's scatter over this many nodes: i32 words.
+    Grid(usize),
+}
+
+/// The custom operation of an adjoint kernel (8 inputs, 1 output).
 #[derive(Debug, Clone)]
 struct Adjoint<B> {
     desc: CustomOpIr,
     shape: VjpShape,
+    kind: AdjointKind,
     _backend: PhantomData<B>,
 }
 
@@ -66,37 +77,48 @@ impl<B: FusionBackend + PixelKernel> Operation<B::FusionRuntime> for Adjoint<B> 
         let (inputs, [out]) = self.desc.as_fixed::<8, 1>();
         let extra = handles.get_float_tensor::<B>(&inputs[7]);
         let inputs = kernel_inputs::<B>(handles, inputs[..7].try_into().expect("seven inputs"));
-        let result = match self.shape.derivatives {
-            0 => B::pixel_vjp(inputs, extra, self.shape),
-            _ => B::pixel_derivatives(inputs, extra, self.shape),
-        };
-        let result = result.expect("the inner backend has the pixel kernel");
-        handles.register_float_tensor::<B>(&out.id, result);
+        let expect = "the inner backend has the pixel kernel";
+        match self.kind {
+            AdjointKind::Vjp => {
+                let sums = B::pixel_vjp(inputs, extra, self.shape).expect(expect);
+                handles.register_float_tensor::<B>(&out.id, sums);
+            }
+            AdjointKind::Derivatives => {
+                let images = B::pixel_derivatives(inputs, extra, self.shape).expect(expect);
+                handles.register_float_tensor::<B>(&out.id, images);
+            }
+            AdjointKind::Grid(nodes) => {
+                let words = B::pixel_grid_vjp(inputs, extra, self.shape, nodes).expect(expect);
+                handles.register_int_tensor::<B>(&out.id, words);
+            }
+        }
     }
 }
 
 /// Register an adjoint kernel in the fusion stream: the render's inputs, `extra` (weights or
-/// tangents), one f32 output of `dims`.
+/// tangents), one output of `dims` (i32 for the grid's words, else f32).
 fn register_adjoint<B: FusionBackend + PixelKernel>(
     inputs: KernelInputs<Fusion<B>>,
     extra: FusionTensorOf<B>,
     shape: VjpShape,
+    kind: AdjointKind,
     dims: Vec<usize>,
 ) -> FusionTensorOf<B> {
     let [params, counts, sources, orientations, scales, hkl, mask] = inputs.into_array();
     let inputs = [params, counts, sources, orientations, scales, hkl, mask, extra];
     let client = inputs[0].client.clone();
     let streams = OperationStreams::with_inputs(&inputs);
-    let outputs = [TensorIr::uninit(
-        client.create_empty_handle(),
-        Shape::from(dims),
-        DType::F32,
-    )];
+    let dtype = match kind {
+        AdjointKind::Grid(_) => DType::I32,
+        _ => DType::F32,
+    };
+    let outputs = [TensorIr::uninit(client.create_empty_handle(), Shape::from(dims), dtype)];
     let inputs = inputs.map(|t| t.into_ir());
     let desc = CustomOpIr::new("nanobragg_adjoint", &inputs, &outputs);
     let op = Adjoint::<B> {
         desc: desc.clone(),
         shape,
+        kind,
         _backend: PhantomData,
     };
     let [out]: [_; 1] = client
@@ -141,7 +163,8 @@ impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
     }
 
     fn pixel_vjp(inputs: KernelInputs<Self>, weights: FusionTensorOf<B>, shape: VjpShape) -> Option<FusionTensorOf<B>> {
-        B::has_pixel_kernel().then(|| register_adjoint::<B>(inputs, weights, shape, vec![shape.width]))
+        B::has_pixel_kernel()
+            .then(|| register_adjoint::<B>(inputs, weights, shape, AdjointKind::Vjp, vec![shape.width]))
     }
 
     fn pixel_derivatives(
@@ -150,6 +173,16 @@ impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
         shape: VjpShape,
     ) -> Option<FusionTensorOf<B>> {
         let dims = vec![shape.derivatives, shape.spixels * shape.fpixels];
-        B::has_pixel_kernel().then(|| register_adjoint::<B>(inputs, tangents, shape, dims))
+        B::has_pixel_kernel().then(|| register_adjoint::<B>(inputs, tangents, shape, AdjointKind::Derivatives, dims))
+    }
+
+    fn pixel_grid_vjp(
+        inputs: KernelInputs<Self>,
+        weights: FusionTensorOf<B>,
+        shape: VjpShape,
+        nodes: usize,
+    ) -> Option<FusionTensorOf<B>> {
+        let kind = AdjointKind::Grid(nodes);
+        B::has_pixel_kernel().then(|| register_adjoint::<B>(inputs, weights, shape, kind, vec![2 * nodes]))
     }
 }

@@ -35,7 +35,10 @@ pub const N_CELLS: usize = 25;
 pub const FUDGE: usize = 28;
 /// a*, b*, c* back to back (Å⁻¹), for GAUSS and TOPHAT.
 pub const RECIP: usize = 29;
-pub const PARAMS: usize = 38;
+/// The fixed-point scale 2^e of the structure-factor grid's gradient (the scatter kernel's
+/// only: see [`super::scatter`]).
+pub const GRID_SCALE: usize = 38;
+pub const PARAMS: usize = 39;
 
 /// `counts` (i32).
 pub const FPIXELS: usize = 0;
@@ -79,8 +82,10 @@ pub const PARTIAL_WIDTH: usize = 4;
 /// Slots of the vector–Jacobian kernel's accumulators (f32), Σ_p w_p·∂I_p/∂z for: the
 /// detector frame as the sample positions read it (pix0, rows f, s, o), the sensor normal as
 /// the parallax reads it (the scene's `odet_col`), close_distance, N, a*/b*/c*, K, default_F,
-/// I_bg, and the scale r_e²·fluence/steps (Σ w·I/scale); then, in each row's own columns, the
-/// 12 numbers of every orientation row.
+/// I_bg, the scale r_e²·fluence/steps (Σ w·I/scale), the curved detector's rotation axes f
+/// and s and its distance, and Σ|∂L/∂F_node| over the structure-factor grid's parts (a bound
+/// for the grid's fixed-point scatter, [`super::scatter`]); then, in each row's own columns,
+/// the 12 numbers of every orientation row.
 pub const G_PIX0: usize = 0;
 pub const G_FDET: usize = 3;
 pub const G_SDET: usize = 6;
@@ -93,8 +98,12 @@ pub const G_KAHN: usize = 28;
 pub const G_DEFAULT_F: usize = 29;
 pub const G_I_BG: usize = 30;
 pub const G_SCALE: usize = 31;
-/// The slots above, padded.
-pub const G_GLOBALS: usize = 36;
+pub const G_CURVED_FDET: usize = 32;
+pub const G_CURVED_SDET: usize = 35;
+pub const G_DISTANCE: usize = 38;
+pub const G_GRID_BOUND: usize = 39;
+/// The slots above.
+pub const G_GLOBALS: usize = 40;
 /// The most orientation rows a thread of the adjoint kernels accumulates between two
 /// workgroup reductions (each reduction costs two barriers; each row 12 registers).
 pub const ORIENTATION_BATCH: usize = 4;

@@ -5,7 +5,8 @@
 //! * [`pixel`]: the kernels; [`trig`]: sines on reduced arguments, accurate in f32 on any
 //!   driver; [`layout`]: where the kernel finds its inputs; [`job`]: the host's packing.
 //! * [`adjoint`]: the render's adjoints, the vector–Jacobian product and the derivative images
-//!   as kernels; [`vjp`]: their launches from the host and their sums as gradients.
+//!   as kernels; [`scatter`]: the structure-factor grid's gradient; [`vjp`]: their launches
+//!   from the host and their sums as gradients.
 //! * [`PixelKernel`]: the backend extension (cube backend, fusion's custom op; none on
 //!   burn-ndarray and autodiff, which render with the tensor stages).
 //! * [`render`]: images from one launch, on any backend that has the kernel.
@@ -25,6 +26,8 @@ pub mod job;
 pub mod layout;
 #[cfg(feature = "gpu")]
 pub mod pixel;
+#[cfg(feature = "gpu")]
+pub mod scatter;
 #[cfg(all(test, feature = "gpu"))]
 mod testing;
 #[cfg(feature = "gpu")]
@@ -182,7 +185,7 @@ struct Launched<B: PixelKernel> {
     first_out_of_range: Tensor<B, 1, Int>,
 }
 
-fn read_ints<B: PixelKernel>(t: Tensor<B, 1, Int>) -> Result<Vec<i64>> {
+pub(crate) fn read_ints<B: PixelKernel>(t: Tensor<B, 1, Int>) -> Result<Vec<i64>> {
     t.into_data().convert::<i64>().to_vec::<i64>().map_err(readback)
 }
 

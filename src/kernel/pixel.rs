@@ -73,7 +73,7 @@ pub(super) fn sample_position(params: &Array<f32>, fdet: f32, sdet: f32, odet: f
 
 /// The lab position of a sample (m): planar, or on the sphere of the curved detector.
 #[cube]
-fn lab_position(params: &Array<f32>, fdet: f32, sdet: f32, odet: f32, #[comptime] curved: bool) -> Vec3 {
+pub(super) fn lab_position(params: &Array<f32>, fdet: f32, sdet: f32, odet: f32, #[comptime] curved: bool) -> Vec3 {
     let planar = sample_position(params, fdet, sdet, odet);
     if curved {
         curved_position(params, planar)
@@ -85,7 +85,7 @@ fn lab_position(params: &Array<f32>, fdet: f32, sdet: f32, odet: f32, #[comptime
 /// v rotated by θ (rad) about the unit axis k: v cos θ + (k × v) sin θ + k (k·v)(1 − cos θ),
 /// with 1 − cos θ = 2 sin²(θ/2).
 #[cube]
-fn rotate_about(v: Vec3, k: Vec3, theta: f32) -> Vec3 {
+pub(super) fn rotate_about(v: Vec3, k: Vec3, theta: f32) -> Vec3 {
     let half = theta / PI_F32;
     let s = sin_pi(half);
     let h = sin_pi(half * 0.5);
@@ -164,7 +164,7 @@ pub(super) fn fractional(x: f32) -> f32 {
 
 /// F_latt at (h, k, l) for the crystal shape chosen at compile time (physics reference §5.6).
 #[cube]
-fn lattice_factor(
+pub(super) fn lattice_factor(
     params: &Array<f32>,
     h: f32,
     k: f32,
@@ -220,17 +220,29 @@ fn lattice_factor(
 /// F_cell by nearest neighbour: the grid value at ceil(x − ½), default_F outside the grid.
 #[cube]
 pub(super) fn nearest(params: &Array<f32>, counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f32 {
+    let node = nearest_node(counts, h, k, l);
+    let mut f = params[DEFAULT_F];
+    if node >= 0 {
+        f = hkl[node as usize];
+    }
+    f
+}
+
+/// The grid offset of the node nearest (h, k, l), ceil(x − ½) along each axis; −1 off the
+/// grid.
+#[cube]
+pub(super) fn nearest_node(counts: &Array<i32>, h: f32, k: f32, l: f32) -> i32 {
     let ih = grid_offset(counts, (h - 0.5).ceil(), 0usize);
     let ik = grid_offset(counts, (k - 0.5).ceil(), 1usize);
     let il = grid_offset(counts, (l - 0.5).ceil(), 2usize);
     let ch = counts[HKL_COUNT];
     let ck = counts[HKL_COUNT + 1];
     let cl = counts[HKL_COUNT + 2];
-    let mut f = params[DEFAULT_F];
-    if ih >= 0 && ih < ch && ik >= 0 && ik < ck && il >= 0 && il < cl {
-        f = hkl[((ih * ck + ik) * cl + il) as usize];
+    let mut node = (ih * ck + ik) * cl + il;
+    if !(ih >= 0 && ih < ch && ik >= 0 && ik < ck && il >= 0 && il < cl) {
+        node = -1;
     }
-    f
+    node
 }
 
 /// The offset from the grid's first index of the integral index `x` along `axis`, with `x`
@@ -253,7 +265,7 @@ pub(super) fn grid_offset(counts: &Array<i32>, x: f32, #[comptime] axis: usize) 
 
 /// Whether tricubic interpolation at (h, k, l) leaves the grid: C needs min + 2 ≤ x ≤ max − 2.
 #[cube]
-fn tricubic_out_of_range(counts: &Array<i32>, h: f32, k: f32, l: f32) -> bool {
+pub(super) fn tricubic_out_of_range(counts: &Array<i32>, h: f32, k: f32, l: f32) -> bool {
     let mut out = false;
     #[unroll]
     for a in 0..3usize {
@@ -274,7 +286,7 @@ fn tricubic_out_of_range(counts: &Array<i32>, h: f32, k: f32, l: f32) -> bool {
 
 /// x clamped to [0, max(hi, 0)].
 #[cube]
-fn clamp_index(x: i32, hi: i32) -> i32 {
+pub(super) fn clamp_index(x: i32, hi: i32) -> i32 {
     let mut v = x;
     if v > hi {
         v = hi;
@@ -287,7 +299,7 @@ fn clamp_index(x: i32, hi: i32) -> i32 {
 
 /// The 4-point Lagrange weight of node `n` (nodes at −1, 0, 1, 2) at t ∈ [0, 1).
 #[cube]
-fn lagrange_weight(t: f32, n: u32) -> f32 {
+pub(super) fn lagrange_weight(t: f32, n: u32) -> f32 {
     let tm1 = t - 1.0;
     let tm2 = t - 2.0;
     let tp1 = t + 1.0;
@@ -302,6 +314,19 @@ fn lagrange_weight(t: f32, n: u32) -> f32 {
     w
 }
 
+/// The grid offset of the first node of the 4×4×4 block around the node (fh, fk, fl) (the
+/// floors of h, k, l), the block clamped into the grid.
+#[cube]
+pub(super) fn tricubic_block(counts: &Array<i32>, fh: f32, fk: f32, fl: f32) -> i32 {
+    let ch = counts[HKL_COUNT];
+    let ck = counts[HKL_COUNT + 1];
+    let cl = counts[HKL_COUNT + 2];
+    let bh = clamp_index(grid_offset(counts, fh, 0usize) - 1, ch - 4);
+    let bk = clamp_index(grid_offset(counts, fk, 1usize) - 1, ck - 4);
+    let bl = clamp_index(grid_offset(counts, fl, 2usize) - 1, cl - 4);
+    (bh * ck + bk) * cl + bl
+}
+
 /// F_cell by tricubic interpolation over the 4×4×4 nodes around (h, k, l), summed along l,
 /// then k, then h (as the tensor stage), with the node block clamped into the grid.
 #[cube]
@@ -309,14 +334,10 @@ fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f3
     let fh = h.floor();
     let fk = k.floor();
     let fl = l.floor();
-    let ch = counts[HKL_COUNT];
     let ck = counts[HKL_COUNT + 1];
     let cl = counts[HKL_COUNT + 2];
-    let bh = clamp_index(grid_offset(counts, fh, 0usize) - 1, ch - 4);
-    let bk = clamp_index(grid_offset(counts, fk, 1usize) - 1, ck - 4);
-    let bl = clamp_index(grid_offset(counts, fl, 2usize) - 1, cl - 4);
-    let last = ch * ck * cl - 1;
-    let base = (bh * ck + bk) * cl + bl;
+    let last = counts[HKL_COUNT] * ck * cl - 1;
+    let base = tricubic_block(counts, fh, fk, fl);
     let mut f = 0.0;
     #[unroll]
     for i in 0..4u32 {

@@ -4,7 +4,7 @@
 //! into the parameters' gradients (`gradient::scene_to_params`).
 
 use super::layout as at;
-use super::{readback, runs_on, upload, PixelJob, PixelKernel, VjpShape};
+use super::{launch_with_fall_back, read_ints, readback, runs_on, upload, PixelJob, PixelKernel, VjpShape};
 use crate::config::SimConfig;
 use crate::derivative::{self, DerivativeImage};
 use crate::diff::host::Host;
@@ -18,18 +18,81 @@ use crate::simulate::Image;
 use burn::backend::ndarray::NdArrayDevice;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
-use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
+use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
 
-/// Whether the vector–Jacobian kernel covers `job`: one shot, no tricubic interpolation, a
-/// planar detector, and with the `-oversample_*` products at most one batch of orientation
-/// rows ([`super::layout::ORIENTATION_BATCH`]). (Structure-factor grids are covered without a
-/// gradient for their values: see [`super::adjoint`].)
+/// Whether the adjoint kernels cover `job`: one shot, and with the `-oversample_*` products
+/// at most one batch of orientation rows ([`super::layout::ORIENTATION_BATCH`]). (A
+/// structure-factor grid whose values are parameters also needs [`grid_covered`].)
 pub fn kernel_covers(job: &PixelJob) -> bool {
-    let s = job.switches;
-    let flags = s.oversample_thick || s.oversample_polar || s.oversample_omega;
     // the products' adjoint needs every orientation row of a shot in one batch
-    let one_batch = job.counts[at::PER_SHOT] as usize <= s.orientation_batch;
-    job.shots == 1 && !(s.tricubic || s.curved) && (!flags || one_batch)
+    let one_batch = job.counts[at::PER_SHOT] as usize <= job.switches.orientation_batch;
+    job.shots == 1 && (!products(job) || one_batch)
+}
+
+/// Whether `job` has the `-oversample_*` products.
+fn products(job: &PixelJob) -> bool {
+    let s = job.switches;
+    s.oversample_thick || s.oversample_polar || s.oversample_omega
+}
+
+/// Whether the scatter kernel gives the structure-factor grid's gradient for `job`: not with
+/// the `-oversample_*` products ([`super::scatter`]).
+pub fn grid_covered(job: &PixelJob) -> bool {
+    !products(job)
+}
+
+/// The grid's gradient from the scatter kernel's words `[2·nodes]` (low, high per node, as
+/// read back) in units of 2^−`exponent` ([`super::scatter`]).
+pub fn fixed_point_values(words: &[i64], exponent: i32) -> Vec<f64> {
+    let unit = 2f64.powi(-exponent);
+    words
+        .chunks_exact(2)
+        .map(|w| {
+            let bits = (w[1] as u32 as u64) << 32 | w[0] as u32 as u64;
+            bits as i64 as f64 * unit
+        })
+        .collect()
+}
+
+/// The exponent e of the scatter's fixed-point unit 2^−e for parts whose absolute values sum
+/// to at most `bound` (> 0): Σ|parts|·2^e ≤ 2^61, a 4× margin below i64's range for the f32
+/// bound's rounding; e within f32's normal exponents.
+pub fn fixed_point_exponent(bound: f64) -> i32 {
+    (61 - bound.log2().ceil() as i32).clamp(-120, 120)
+}
+
+/// The structure-factor grid's Σ_p w_p·∂I_p/∂F_node for `job` by the scatter kernel, at the
+/// unit the bound Σ|parts| in the vector–Jacobian `sums` sets; NaN where the bound is not
+/// finite, 0 where it is 0. `None` where `B` has no kernel.
+fn grid_gradient<B: PixelKernel>(
+    job: &PixelJob,
+    exp: &Experiment,
+    sums: &[f32],
+    weights: Tensor<B, 2>,
+    device: &B::Device,
+) -> Result<Option<Vec<f64>>> {
+    let nodes = job.hkl.len();
+    let bound = sums[at::G_GRID_BOUND] as f64;
+    if bound == 0.0 || !bound.is_finite() {
+        return Ok(Some(vec![if bound == 0.0 { 0.0 } else { f64::NAN }; nodes]));
+    }
+    let exponent = fixed_point_exponent(bound);
+    let mut job = job.clone();
+    job.params[at::GRID_SCALE] = 2f32.powi(exponent);
+    let d = &exp.detector;
+    let shape = VjpShape {
+        switches: job.switches,
+        spixels: d.spixels,
+        fpixels: d.fpixels,
+        width: at::G_GLOBALS + job.orientations.len(),
+        derivatives: 0,
+    };
+    let inputs = upload::<B>(&job, device);
+    let Some(words) = B::pixel_grid_vjp(inputs, weights.into_primitive().tensor(), shape, nodes) else {
+        return Ok(None);
+    };
+    let words = read_ints::<B>(Tensor::<B, 1, Int>::from_primitive(words))?;
+    Ok(Some(fixed_point_values(&words, exponent)))
 }
 
 /// Σ_p w_p·∂I_p/∂z by the kernel for `job` (of `exp`), `weights` = ∂L/∂I `[spixels,
@@ -58,13 +121,14 @@ pub fn kernel_sums<B: PixelKernel>(
 }
 
 /// The kernel's sums as Σ_p w_p·∂I_p/∂z for each of `base`'s [`SceneTensors::variables`] z,
-/// in their order (0 for the variables the kernel has no gradient of: 1/λ, the structure
-/// factor grid, the curved detector's axes and distance).
+/// in their order, with the structure-factor grid's gradient `grid` where the scatter kernel
+/// gave it (0 for 1/λ, which the kernel has no gradient of, and for a grid without `grid`).
 pub fn scene_variable_gradients<B: Backend>(
     exp: &Experiment,
     base: &SceneTensors<B>,
     sums: &[f32],
     incidents: &[[f64; 3]],
+    grid: Option<Vec<f64>>,
     device: &B::Device,
 ) -> Result<Vec<Vec<f64>>> {
     let g = |from: usize, n: usize| sums[from..from + n].iter().map(|&v| v as f64).collect::<Vec<f64>>();
@@ -79,6 +143,9 @@ pub fn scene_variable_gradients<B: Backend>(
     grad.pix0 = tensor2(g(at::G_PIX0, 3), [1, 3], device);
     grad.odet_col = tensor2(g(at::G_ODET_COL, 3), [3, 1], device);
     grad.close_distance = tensor2(g(at::G_CLOSE_DISTANCE, 1), [1, 1], device);
+    grad.fdet = tensor2(g(at::G_CURVED_FDET, 3), [1, 3], device);
+    grad.sdet = tensor2(g(at::G_CURVED_SDET, 3), [1, 3], device);
+    grad.distance = tensor2(g(at::G_DISTANCE, 1), [1, 1], device);
     // scale = r_e²·fluence/steps
     let fluence = sums[at::G_SCALE] as f64 * R_E_SQR / exp.steps as f64;
     grad.fluence = tensor2(vec![fluence], [1, 1], device);
@@ -98,6 +165,10 @@ pub fn scene_variable_gradients<B: Backend>(
     }
     if grad.i_bg.is_some() {
         grad.i_bg = Some(one(at::G_I_BG));
+    }
+    if let (Some(h), Some(grid)) = (grad.hkl.as_mut(), grid) {
+        let n = grid.len();
+        h.values = Tensor::from_data(TensorData::new(grid, [n]), device);
     }
     grad.variables().into_iter().map(to_host).collect()
 }
@@ -178,12 +249,16 @@ pub(crate) struct KernelScene {
     z: Vec<Tensor<Autodiff<Host>, 1>>,
     base: SceneTensors<Autodiff<Host>>,
     pub job: PixelJob,
+    /// Whether the structure-factor grid's values are parameters (the scatter kernel's).
+    grid: bool,
+    /// Whether `job` knows C's tricubic fall-back pixel (a render found it).
+    pub fall_back_known: bool,
 }
 
 impl KernelScene {
     /// The scene `graph` of `exp` built from `params` (`host`: [`Scene::new`] of `exp`);
-    /// `None` where the kernels do not cover it ([`kernel_covers`]) or its structure-factor
-    /// grid's values are parameters (the kernels have no gradient for them).
+    /// `None` where the kernels do not cover it ([`kernel_covers`], and [`grid_covered`] where
+    /// its structure-factor grid's values are parameters).
     pub(crate) fn new(
         exp: &Experiment,
         host: &Scene,
@@ -193,24 +268,40 @@ impl KernelScene {
         let z = graph.variables();
         let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
         let job = PixelJob::of_scene_tensors(exp, host, &base)?;
-        let grid_is_parameter = params.structure_factors.is_some() && job.switches.nearest;
-        Ok((kernel_covers(&job) && !grid_is_parameter).then_some(Self { z, base, job }))
+        let grid = params.structure_factors.is_some() && (job.switches.nearest || job.switches.tricubic);
+        let covered = kernel_covers(&job) && (!grid || grid_covered(&job));
+        Ok(covered.then_some(Self {
+            z,
+            base,
+            job,
+            grid,
+            fall_back_known: false,
+        }))
     }
 
     /// Σ_p w_p·∂I_p/∂θ for every parameter of `params` (the graph's), `w` = ∂L/∂I `[spixels,
-    /// fpixels]` on `device`: the vector–Jacobian kernel, then (∂z/∂θ)ᵀ·g_z on the host.
+    /// fpixels]` on `device`: the vector–Jacobian kernel (and the grid's scatter kernel where
+    /// its values are parameters), then (∂z/∂θ)ᵀ·g_z on the host. With tricubic structure
+    /// factors a render first finds C's fall-back pixel where no render of this job has.
     pub(crate) fn gradients<B: PixelKernel>(
-        self,
+        mut self,
         exp: &Experiment,
         params: &Params<Autodiff<Host>>,
         w: Tensor<B, 2>,
         device: &B::Device,
     ) -> Result<Option<Vec<ParamGradient>>> {
-        let Some(sums) = kernel_sums::<B>(&self.job, exp, w, device)? else {
+        if self.job.switches.tricubic && !self.fall_back_known {
+            launch_with_fall_back::<B>(&mut self.job, exp, device)?;
+        }
+        let Some(sums) = kernel_sums::<B>(&self.job, exp, w.clone(), device)? else {
             return Ok(None);
         };
+        let grid = match self.grid {
+            true => grid_gradient::<B>(&self.job, exp, &sums, w, device)?,
+            false => None,
+        };
         let cpu = NdArrayDevice::Cpu;
-        let g = scene_variable_gradients(exp, &self.base, &sums, &row_incidents(&self.job), &cpu)?;
+        let g = scene_variable_gradients(exp, &self.base, &sums, &row_incidents(&self.job), grid, &cpu)?;
         scene_to_params(params, self.z, g, &cpu).map(Some)
     }
 }
@@ -237,7 +328,7 @@ pub fn derivative_images<B: PixelKernel>(
         return Err(derivative::missing(s));
     }
     let host = Scene::new(exp);
-    let job = PixelJob::new(exp, &host);
+    let mut job = PixelJob::new(exp, &host);
     if !kernel_covers(&job) {
         return Ok(None);
     }
@@ -245,9 +336,9 @@ pub fn derivative_images<B: PixelKernel>(
     let jac = derivative::scene_jacobian_by_differences(cfg, exp, &specs, n)?;
     let width = at::G_GLOBALS + job.orientations.len();
     let tangents = kernel_tangents(exp, &jac, n, &row_incidents(&job), width);
-    let Some(mut images) = super::render::<B>(exp, &host, device)? else {
-        return Ok(None);
-    };
+    // the render (which finds C's tricubic fall-back pixel for the job)
+    let (out, fell_back) = launch_with_fall_back::<B>(&mut job, exp, device)?;
+    let image = super::images(exp, &job, out, fell_back)?.remove(0);
     let d = &exp.detector;
     let shape = VjpShape {
         switches: job.switches,
@@ -271,13 +362,12 @@ pub fn derivative_images<B: PixelKernel>(
             data: image.iter().map(|&v| (v as f64 * s.per_unit) as f32).collect(),
         })
         .collect();
-    Ok(Some((images.remove(0), derivatives)))
+    Ok(Some((image, derivatives)))
 }
 
 /// The Jacobian columns ∂z/∂θ_i of the derivative module's scene vector (component-major
 /// `[m, n]`, [`derivative::layout`] order) as the kernel's tangents `[n, width]`, in the
-/// vector–Jacobian layout (the curved detector's axes and distance, unused by the kernel, are
-/// left out). The kernel's a/λ slots hold Σ (d − i)·∂L/∂h ([`orientation_gradients`]), so an
+/// vector–Jacobian layout. The kernel's a/λ slots hold Σ (d − i)·∂L/∂h ([`orientation_gradients`]), so an
 /// offset's tangent there is ∂(a·i/λ)/∂θ − i·∂(a/λ)/∂θ.
 fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3]], width: usize) -> Vec<f32> {
     let c = incidents.len();
@@ -299,6 +389,9 @@ fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3
         copy(at::G_PIX0, "pix0", 3);
         copy(at::G_ODET_COL, "odet", 3);
         copy(at::G_CLOSE_DISTANCE, "close_distance", 1);
+        copy(at::G_CURVED_FDET, "fdet", 3);
+        copy(at::G_CURVED_SDET, "sdet", 3);
+        copy(at::G_DISTANCE, "distance", 1);
         copy(at::G_N_CELLS, "n_cells", 3);
         copy(at::G_RECIP, "recip", 9);
         copy(at::G_KAHN, "kahn", 1);
@@ -342,7 +435,8 @@ pub fn weighted_vjp<B: PixelKernel>(
     let Some(mut scene) = KernelScene::new(exp, &Scene::new(exp), &params, graph)? else {
         return Ok(None);
     };
-    let (out, fell_back) = super::launch_with_fall_back::<B>(&mut scene.job, exp, device)?;
+    let (out, fell_back) = launch_with_fall_back::<B>(&mut scene.job, exp, device)?;
+    scene.fall_back_known = true;
     let image = super::images(exp, &scene.job, out, fell_back)?.remove(0);
     let active = exp.active_pixels();
     let (pixels, rendered): (Vec<u32>, Vec<f64>) = (0..image.data.len())
@@ -358,4 +452,31 @@ pub fn weighted_vjp<B: PixelKernel>(
     let w = Tensor::<B, 2>::from_data(TensorData::new(weights, [d.spixels, d.fpixels]), (device, DType::F32));
     let gradients = scene.gradients::<B>(exp, &params, w, device)?;
     Ok(gradients.map(|gradients| Vjp { image, loss, gradients }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fixed_point_exponent, fixed_point_values};
+
+    /// Words as the scatter kernel leaves them (low, high; i32 read back as i64) for the sum of
+    /// `parts` in units 2^−e: the two's-complement words of Σ round(part·2^e).
+    fn words(parts: &[f64], e: i32) -> Vec<i64> {
+        let total: i64 = parts.iter().map(|p| (p * 2f64.powi(e)).round() as i64).sum();
+        let bits = total as u64;
+        vec![(bits as u32) as i32 as i64, ((bits >> 32) as u32) as i32 as i64]
+    }
+
+    #[test]
+    fn fixed_point_sums_come_back_within_their_rounding() {
+        for parts in [vec![1.5e-3, -2.25e-7, 4.0], vec![-3.0e5, 1.0e-2], vec![-7.0e-12]] {
+            let bound: f64 = parts.iter().map(|p: &f64| p.abs()).sum();
+            let e = fixed_point_exponent(bound);
+            assert!(bound * 2f64.powi(e) <= 2f64.powi(61));
+            assert!(bound * 2f64.powi(e) > 2f64.powi(59));
+            let got = fixed_point_values(&words(&parts, e), e)[0];
+            let want: f64 = parts.iter().sum();
+            let unit = 2f64.powi(-e);
+            assert!((got - want).abs() <= parts.len() as f64 * unit, "{got} against {want}");
+        }
+    }
 }

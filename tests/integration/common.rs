@@ -179,6 +179,22 @@ pub fn setup(flags: &str) -> (nanobragg::SimConfig, nanobragg::Experiment) {
     experiment(&flags.split_whitespace().collect::<Vec<_>>(), None)
 }
 
+/// The configuration and resolved experiment of C-style `flags` as given: an `-hkl` file is
+/// read; without one, no `Fdump.bin` of the working directory is.
+pub fn setup_as_given(flags: &str) -> (nanobragg::SimConfig, nanobragg::Experiment) {
+    use nanobragg::cli::{parse_args, Parsed};
+    use nanobragg::config::HklSource;
+    let args: Vec<&str> = flags.split_whitespace().collect();
+    let Parsed::Run(mut cfg, _) = parse_args(&args).expect("valid flags") else {
+        panic!("the flags ask for no run: {flags}")
+    };
+    if cfg.crystal.hkl == HklSource::FdumpIfPresent {
+        cfg.crystal.hkl = HklSource::None;
+    }
+    let exp = nanobragg::Experiment::new(&cfg).expect("a valid experiment");
+    (*cfg, exp)
+}
+
 /// Deterministic pseudo-random numbers in [lo, hi) (a 64-bit LCG; no external generator).
 pub fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
     let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

@@ -153,8 +153,8 @@ fn weighted_sum_cpu(image: Tensor<Cpu, 2>) -> Tensor<Cpu, 1> {
     (image * Tensor::<Cpu, 2>::from_data(TensorData::new(w, [s, f]), &Default::default())).sum()
 }
 
-/// The kernel's backward pass (the vector–Jacobian kernel; the tensor stages on the host for
-/// the tricubic grid): its gradients equal the CPU `Simulator`'s (f64) at the same moved
+/// The kernel's backward pass (the vector–Jacobian kernel, and for the tricubic grid's values
+/// the scatter kernel): its gradients equal the CPU `Simulator`'s (f64) at the same moved
 /// parameters and weights, to f32 precision.
 #[test]
 fn simulator_gradients_through_the_kernel_equal_the_cpu_tensor_stages() {
@@ -338,7 +338,8 @@ fn simulator_gradient_step_launches_a_handful_of_kernels() {
 }
 
 /// A gradient step at 512² on several workers returns, with the CPU's gradients. Its
-/// configuration (the curved detector) lies outside the adjoint kernels, so its backward pass
+/// configuration (the `-oversample_omega` product over 5 mosaic domains) lies outside the
+/// adjoint kernels, so its backward pass
 /// runs the tensor stages on the host on worker threads (the process's count:
 /// `OMP_NUM_THREADS`, else the cores; 2 in CI), each differentiating a graph of its own while
 /// the outer backward pass is still running: with the outer pass holding its graph's lock
@@ -352,7 +353,8 @@ fn simulator_gradient_step_at_512_on_several_workers_returns_the_cpu_gradients()
     }
     const LIMIT: std::time::Duration = std::time::Duration::from_secs(1200);
     let flags = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.3 -N 6 -distance 90 \
-                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -oversample 1 -curved_det -detpixels 512";
+                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -oversample 1 -oversample_omega -mosaic 0.3 -mosaic_dom 5 \
+                 -detpixels 512";
     let args: Vec<&str> = flags.split_whitespace().collect();
     let (done, finished) = std::sync::mpsc::channel();
     let args_wgpu: Vec<String> = args.iter().map(|a| a.to_string()).collect();

@@ -1,0 +1,145 @@
+//! The structure-factor grid's gradient Σ_p w_p·∂I_p/∂F_node as a deterministic scatter: one
+//! launch after the vector–Jacobian kernel, when the grid's values are parameters.
+//!
+//! Each term adds its part g·∂term/∂F_node to the nodes it read (nearest neighbour: one;
+//! tricubic: the 64 of its block) as a 64-bit fixed-point integer, the part times 2^e rounded,
+//! by two 32-bit atomic additions: the low word, then the high word with the low word's carry.
+//! Integer sums do not depend on their order, so the same inputs give the same bits (no float
+//! atomics). The scale 2^e (`params[GRID_SCALE]`) comes from the host, from the bound Σ|parts|
+//! that the vector–Jacobian kernel sums in its [`G_GRID_BOUND`] slot: with Σ|parts|·2^e ≤
+//! 2^61 no sum can overflow, and each node's sum is exact to its parts' rounding, 2^−e each
+//! ([`super::vjp::fixed_point_exponent`], [`super::vjp::fixed_point_values`]).
+//!
+//! Not with the `-oversample_*` products, whose forward mode would need an accumulator per
+//! node ([`super::vjp::KernelScene`] falls back to the tensor stages there).
+
+use super::adjoint::{first_nearest_term, kept, lattice_factor, pixel_factors, ray, structure_factor};
+use super::job::Switches;
+use super::layout::*;
+use super::pixel::{clamp_index, is_rendered, lagrange_weight, miller_index, nearest_node, tricubic_block};
+use cubecl::prelude::*;
+
+/// `x` (in fixed-point units, |x| < 2^62) rounded to an integer and added to node `node`'s
+/// 64-bit two's-complement sum: words 2·node (low) and 2·node + 1 (high). |x| = high·2^32 +
+/// low with 0 ≤ low < 2^32, both exact in f32 (|x| has 24 significant bits); a negative x is
+/// subtracted, the borrow taken from the high word.
+#[cube]
+fn add_fixed(grid: &mut Array<Atomic<u32>>, node: usize, x: f32) {
+    let two_32 = 4294967296.0f32;
+    let whole = x.abs().round();
+    let high_part = (whole / two_32).floor();
+    let low = (whole - high_part * two_32) as u32;
+    let high = high_part as u32;
+    if whole != 0.0 {
+        if x > 0.0 {
+            let old = grid[2 * node].fetch_add(low);
+            let mut carry = 0u32;
+            if old + low < old {
+                carry = 1u32;
+            }
+            grid[2 * node + 1].fetch_add(high + carry);
+        } else {
+            let old = grid[2 * node].fetch_sub(low);
+            let mut borrow = 0u32;
+            if old < low {
+                borrow = 1u32;
+            }
+            grid[2 * node + 1].fetch_sub(high + borrow);
+        }
+    }
+}
+
+/// The parts `g`·w_i(h)·w_j(k)·w_m(l) of one tricubic term into the 64 nodes of its block
+/// (clamped into the grid as `pixel::tricubic` reads them).
+#[cube]
+fn scatter_tricubic(counts: &Array<i32>, grid: &mut Array<Atomic<u32>>, h: f32, k: f32, l: f32, g: f32) {
+    let fh = h.floor();
+    let fk = k.floor();
+    let fl = l.floor();
+    let ck = counts[HKL_COUNT + 1];
+    let cl = counts[HKL_COUNT + 2];
+    let last = counts[HKL_COUNT] * ck * cl - 1;
+    let base = tricubic_block(counts, fh, fk, fl);
+    for i in 0..4u32 {
+        let wi = g * lagrange_weight(h - fh, i);
+        for j in 0..4u32 {
+            let wij = wi * lagrange_weight(k - fk, j);
+            #[unroll]
+            for m in 0..4u32 {
+                let at = clamp_index(base + (i as i32 * ck + j as i32) * cl + m as i32, last);
+                add_fixed(grid, at as usize, wij * lagrange_weight(l - fl, m));
+            }
+        }
+    }
+}
+
+/// One invocation per image pixel (x = fast, y = slow, one shot), 64 per workgroup along
+/// fast: each term's parts ∂L/∂F_node = w_p·scale·Ω·P·C·2F·L²·∂F/∂F_node, times
+/// `params[GRID_SCALE]`, into `grid` `[2·nodes]` (zeroed by the caller). The other inputs are
+/// [`super::adjoint::pixel_vjp`]'s.
+#[allow(clippy::too_many_arguments)]
+#[cube(launch_unchecked)]
+pub fn pixel_grid_vjp(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    scales: &Array<f32>,
+    hkl: &Array<f32>,
+    mask: &Array<f32>,
+    weights: &Array<f32>,
+    grid: &mut Array<Atomic<u32>>,
+    #[comptime] sw: Switches,
+) {
+    let fpixels = counts[FPIXELS] as usize;
+    let pixels = fpixels * counts[SPIXELS] as usize;
+    let fast_at = ABSOLUTE_POS_X as usize;
+    let pixel = ABSOLUTE_POS_Y as usize * fpixels + fast_at;
+    let slow = ABSOLUTE_POS_Y as i32;
+    let fast = fast_at as i32;
+    if fast_at >= fpixels || pixel >= pixels {
+        terminate!();
+    }
+    if !is_rendered(counts, mask, slow, fast, sw.masked) {
+        terminate!();
+    }
+    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
+    let g_term = weights[pixel] * scales[0] * factors.omega * factors.polar * factors.capture;
+    let nearest_from = first_nearest_term(params, counts, sources, orientations, pixel as i32, slow, fast, sw);
+    let os = counts[OVERSAMPLE];
+    let per_shot = counts[PER_SHOT] as usize;
+    let per_source = per_shot / counts[SOURCES] as usize;
+    if g_term != 0.0 {
+        for t in 0..counts[LAYERS] {
+            for sub_s in 0..os {
+                for sub_f in 0..os {
+                    let at = ray(params, slow, fast, os, t, sub_s, sub_f, sw.curved);
+                    let sample = ((t * os + sub_s) * os + sub_f) * per_shot as i32;
+                    for o in 0..per_shot {
+                        let row = (o / per_source) * SOURCE_WIDTH;
+                        if kept(params, sources, row, at.d, sw.dmin) {
+                            let r = o * ORIENTATION_WIDTH;
+                            let h = miller_index(orientations, r, 0, at.d);
+                            let k = miller_index(orientations, r, 1, at.d);
+                            let l = miller_index(orientations, r, 2, at.d);
+                            let lattice = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss).value;
+                            let nearest_now = sample + o as i32 >= nearest_from;
+                            let f = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
+                            let l2 = lattice * lattice;
+                            // ∂L/∂F_cell in fixed-point units (a power of two: exact)
+                            let g = g_term * 2.0 * f.value * l2 * params[GRID_SCALE];
+                            if sw.tricubic && !nearest_now {
+                                scatter_tricubic(counts, grid, h, k, l, g);
+                            } else {
+                                let node = nearest_node(counts, h, k, l);
+                                if node >= 0 {
+                                    add_fixed(grid, node as usize, g);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
