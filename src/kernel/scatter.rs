@@ -23,6 +23,8 @@ use cubecl::prelude::*;
 /// 64-bit two's-complement sum: words 2·node (low) and 2·node + 1 (high). |x| = high·2^32 +
 /// low with 0 ≤ low < 2^32, both exact in f32 (|x| has 24 significant bits); a negative x is
 /// subtracted, the borrow taken from the high word.
+// u32 additions wrap in the kernel (WGSL's integer arithmetic): `old + low < old` is the carry
+#[allow(clippy::panicking_overflow_checks)]
 #[cube]
 fn add_fixed(grid: &mut Array<Atomic<u32>>, node: usize, x: f32) {
     let two_32 = 4294967296.0f32;

@@ -315,7 +315,7 @@ fn assert_derivatives_agree(flags: &str, names: &[&str]) {
 
 /// A random configuration inside the kernels' coverage: shape, convention, cell, misset, N,
 /// wavelength, distance, detector rotations and 2θ, polarization, mosaic domains, φ steps,
-/// oversampling, sensor layers and water.
+/// oversampling, sensor layers, water and the curved detector.
 fn covered_configuration() -> impl Strategy<Value = String> {
     // (TOPHAT spots move intensity only through ω and the capture fraction: their geometric
     // gradients are sums that cancel to a few f32 ulps of their terms, which the fixed
@@ -327,7 +327,14 @@ fn covered_configuration() -> impl Strategy<Value = String> {
     let misset = proptest::collection::vec(-40.0..40.0f64, 3);
     let rotations = proptest::collection::vec(-3.0..3.0f64, 4);
     let optics = (2u32..=8, 1.0..3.0f64, 60.0..150.0f64, proptest::option::of(0.0..1.0f64));
-    let sampling = (1u32..=3, 1u32..=2, 1u32..=2, any::<bool>(), any::<bool>());
+    let sampling = (
+        1u32..=3,
+        1u32..=2,
+        1u32..=2,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    );
     (shape, convention, cell, angles, misset, rotations, optics, sampling).prop_map(
         |(
             shape,
@@ -337,14 +344,14 @@ fn covered_configuration() -> impl Strategy<Value = String> {
             misset,
             rot,
             (n, lambda, distance, polar),
-            (doms, phis, os, thick, water),
+            (doms, phis, os, thick, water, curved),
         )| {
             let polar = polar.map_or("-nopolar".to_string(), |k| format!("-polar {k:.3}"));
             format!(
                 "-default_F 100 -cell {:.2} {:.2} {:.2} {:.2} {:.2} {:.2} -misset {:.2} {:.2} {:.2} -N {n} \
                  -lambda {lambda:.3} -distance {distance:.1} -pixel 0.5 -detpixels 16 {shape} {convention} \
                  -detector_rotx {:.2} -detector_roty {:.2} -detector_rotz {:.2} -twotheta {:.2} {polar} \
-                 -mosaic 0.4 -mosaic_dom {doms} -phi 3 -osc 1 -phisteps {phis} -oversample {os} {} {}",
+                 -mosaic 0.4 -mosaic_dom {doms} -phi 3 -osc 1 -phisteps {phis} -oversample {os} {} {} {}",
                 cell[0],
                 cell[1],
                 cell[2],
@@ -364,6 +371,7 @@ fn covered_configuration() -> impl Strategy<Value = String> {
                     ""
                 },
                 if water { "-water 20" } else { "" },
+                if curved { "-curved_det" } else { "" },
             )
         },
     )
