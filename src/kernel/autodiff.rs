@@ -7,9 +7,10 @@
 //! * **Backward:** w = ∂L/∂I stays on the device. The scene graph is built again from the
 //!   values on `Autodiff<NdArray<f64>>`; the inner backend's vector–Jacobian kernel
 //!   ([`super::vjp`], [`super::adjoint`]) gives g_z = Σ_p w_p·∂I_p/∂z for the scene's
-//!   variables z, and (∂z/∂θ)ᵀ·g_z follows over the small scene graph on the host. Where the
-//!   kernel does not cover the image ([`super::vjp::kernel_covers`]; or the structure-factor grid's values
-//!   are parameters), w is read back and the tensor stages take the product on the host, in
+//!   variables z (and, where the structure-factor grid's values are parameters, the scatter
+//!   kernel their gradient, [`super::scatter`]), and (∂z/∂θ)ᵀ·g_z follows over the small scene
+//!   graph on the host. Where the kernels do not cover the image ([`super::vjp::kernel_covers`],
+//!   [`super::vjp::grid_covered`]), w is read back and the tensor stages take the product on the host, in
 //!   f64 over the worker pool ([`scene_graph_vjp`]). Each parameter's gradient is registered
 //!   on its tensor, so it flows on into the caller's graph.
 //!
@@ -175,9 +176,8 @@ impl<S: Scenes> ImageVjp<S> {
     }
 
     /// Σ_p w_p·∂I_p/∂θ by the vector–Jacobian kernel on `B`'s device, then (∂z/∂θ)ᵀ·g_z over
-    /// the small scene graph on the host; `None` where the kernel does not cover the image
-    /// ([`super::vjp::kernel_covers`]), or the structure-factor grid is a parameter (the kernel has no
-    /// gradient for its values).
+    /// the small scene graph on the host; `None` where the kernels do not cover the image
+    /// ([`super::vjp::kernel_covers`], [`super::vjp::grid_covered`]).
     fn kernel_gradients<B: PixelKernel>(
         &self,
         params: &Params<Autodiff<Host>>,
