@@ -29,7 +29,7 @@ use super::job::Switches;
 use super::layout::*;
 use super::pixel as forward;
 use super::pixel::{
-    clamp_index, cross, dot, fractional, is_rendered, lab_position, lagrange_weight, load3, miller_index, nearest,
+    block_node, cross, dot, fractional, is_rendered, lab_position, lagrange_weight, load3, miller_index, nearest,
     nearest_node, sample_position, scaled, stol, sum3, tricubic_block, tricubic_out_of_range, Vec3,
 };
 use super::trig::{sin_cos_pi, sin_pi, PI_F32};
@@ -301,13 +301,7 @@ fn lagrange_abs_sum(t: f32) -> f32 {
 /// by the weights' slopes (the block's nodes do not move within a cell).
 #[cube]
 pub fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> CellFactor {
-    let fh = h.floor();
-    let fk = k.floor();
-    let fl = l.floor();
-    let ck = counts[HKL_COUNT + 1];
-    let cl = counts[HKL_COUNT + 2];
-    let last = counts[HKL_COUNT] * ck * cl - 1;
-    let base = tricubic_block(counts, fh, fk, fl);
+    let block = tricubic_block(counts, h, k, l);
     let mut f = 0.0;
     let mut dh = 0.0;
     let mut dk = 0.0;
@@ -323,19 +317,18 @@ pub fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -
             let mut fl_dl = 0.0;
             #[unroll]
             for m in 0..4u32 {
-                let at = clamp_index(base + (i as i32 * ck + j as i32) * cl + m as i32, last);
-                let v = hkl[at as usize];
-                fl_sum += v * lagrange_weight(l - fl, m);
-                fl_dl += v * lagrange_slope(l - fl, m);
+                let v = hkl[block_node(block, i, j, m)];
+                fl_sum += v * lagrange_weight(block.tl, m);
+                fl_dl += v * lagrange_slope(block.tl, m);
             }
-            let wj = lagrange_weight(k - fk, j);
+            let wj = lagrange_weight(block.tk, j);
             fk_sum += fl_sum * wj;
-            fk_dk += fl_sum * lagrange_slope(k - fk, j);
+            fk_dk += fl_sum * lagrange_slope(block.tk, j);
             fk_dl += fl_dl * wj;
         }
-        let wi = lagrange_weight(h - fh, i);
+        let wi = lagrange_weight(block.th, i);
         f += fk_sum * wi;
-        dh += fk_sum * lagrange_slope(h - fh, i);
+        dh += fk_sum * lagrange_slope(block.th, i);
         dk += fk_dk * wi;
         dl += fk_dl * wi;
     }
@@ -345,7 +338,7 @@ pub fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -
         dh,
         dk,
         dl,
-        weight_sum: lagrange_abs_sum(h - fh) * lagrange_abs_sum(k - fk) * lagrange_abs_sum(l - fl),
+        weight_sum: lagrange_abs_sum(block.th) * lagrange_abs_sum(block.tk) * lagrange_abs_sum(block.tl),
     }
 }
 

@@ -314,30 +314,56 @@ pub(super) fn lagrange_weight(t: f32, n: u32) -> f32 {
     w
 }
 
-/// The grid offset of the first node of the 4×4×4 block around the node (fh, fk, fl) (the
-/// floors of h, k, l), the block clamped into the grid.
+/// The 4×4×4 node block around (h, k, l), clamped into the grid: the grid offset of its
+/// first node, the grid's strides along k and l, its last offset, and the fractional parts
+/// h − ⌊h⌋, k − ⌊k⌋, l − ⌊l⌋ that the Lagrange weights take.
+#[derive(CubeType, Clone, Copy)]
+pub struct TricubicBlock {
+    pub base: i32,
+    pub ck: i32,
+    pub cl: i32,
+    pub last: i32,
+    pub th: f32,
+    pub tk: f32,
+    pub tl: f32,
+}
+
 #[cube]
-pub(super) fn tricubic_block(counts: &Array<i32>, fh: f32, fk: f32, fl: f32) -> i32 {
+pub(super) fn tricubic_block(counts: &Array<i32>, h: f32, k: f32, l: f32) -> TricubicBlock {
+    let fh = h.floor();
+    let fk = k.floor();
+    let fl = l.floor();
     let ch = counts[HKL_COUNT];
     let ck = counts[HKL_COUNT + 1];
     let cl = counts[HKL_COUNT + 2];
     let bh = clamp_index(grid_offset(counts, fh, 0usize) - 1, ch - 4);
     let bk = clamp_index(grid_offset(counts, fk, 1usize) - 1, ck - 4);
     let bl = clamp_index(grid_offset(counts, fl, 2usize) - 1, cl - 4);
-    (bh * ck + bk) * cl + bl
+    TricubicBlock {
+        base: (bh * ck + bk) * cl + bl,
+        ck,
+        cl,
+        last: ch * ck * cl - 1,
+        th: h - fh,
+        tk: k - fk,
+        tl: l - fl,
+    }
+}
+
+/// The grid offset of node (i, j, m) of `block`, clamped into the grid.
+#[cube]
+pub(super) fn block_node(block: TricubicBlock, i: u32, j: u32, m: u32) -> usize {
+    clamp_index(
+        block.base + (i as i32 * block.ck + j as i32) * block.cl + m as i32,
+        block.last,
+    ) as usize
 }
 
 /// F_cell by tricubic interpolation over the 4×4×4 nodes around (h, k, l), summed along l,
 /// then k, then h (as the tensor stage), with the node block clamped into the grid.
 #[cube]
 fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f32 {
-    let fh = h.floor();
-    let fk = k.floor();
-    let fl = l.floor();
-    let ck = counts[HKL_COUNT + 1];
-    let cl = counts[HKL_COUNT + 2];
-    let last = counts[HKL_COUNT] * ck * cl - 1;
-    let base = tricubic_block(counts, fh, fk, fl);
+    let block = tricubic_block(counts, h, k, l);
     let mut f = 0.0;
     #[unroll]
     for i in 0..4u32 {
@@ -347,12 +373,11 @@ fn tricubic(counts: &Array<i32>, hkl: &Array<f32>, h: f32, k: f32, l: f32) -> f3
             let mut fl_sum = 0.0;
             #[unroll]
             for m in 0..4u32 {
-                let at = clamp_index(base + (i as i32 * ck + j as i32) * cl + m as i32, last);
-                fl_sum += hkl[at as usize] * lagrange_weight(l - fl, m);
+                fl_sum += hkl[block_node(block, i, j, m)] * lagrange_weight(block.tl, m);
             }
-            fk_sum += fl_sum * lagrange_weight(k - fk, j);
+            fk_sum += fl_sum * lagrange_weight(block.tk, j);
         }
-        f += fk_sum * lagrange_weight(h - fh, i);
+        f += fk_sum * lagrange_weight(block.th, i);
     }
     f
 }

@@ -16,7 +16,7 @@
 use super::adjoint::{first_nearest_term, kept, lattice_factor, pixel_factors, ray, structure_factor};
 use super::job::Switches;
 use super::layout::*;
-use super::pixel::{clamp_index, is_rendered, lagrange_weight, miller_index, nearest_node, tricubic_block};
+use super::pixel::{block_node, is_rendered, lagrange_weight, miller_index, nearest_node, tricubic_block};
 use cubecl::prelude::*;
 
 /// `x` (in fixed-point units, |x| < 2^62) rounded to an integer and added to node `node`'s
@@ -55,21 +55,14 @@ fn add_fixed(grid: &mut Array<Atomic<u32>>, node: usize, x: f32) {
 /// (clamped into the grid as `pixel::tricubic` reads them).
 #[cube]
 fn scatter_tricubic(counts: &Array<i32>, grid: &mut Array<Atomic<u32>>, h: f32, k: f32, l: f32, g: f32) {
-    let fh = h.floor();
-    let fk = k.floor();
-    let fl = l.floor();
-    let ck = counts[HKL_COUNT + 1];
-    let cl = counts[HKL_COUNT + 2];
-    let last = counts[HKL_COUNT] * ck * cl - 1;
-    let base = tricubic_block(counts, fh, fk, fl);
+    let block = tricubic_block(counts, h, k, l);
     for i in 0..4u32 {
-        let wi = g * lagrange_weight(h - fh, i);
+        let wi = g * lagrange_weight(block.th, i);
         for j in 0..4u32 {
-            let wij = wi * lagrange_weight(k - fk, j);
+            let wij = wi * lagrange_weight(block.tk, j);
             #[unroll]
             for m in 0..4u32 {
-                let at = clamp_index(base + (i as i32 * ck + j as i32) * cl + m as i32, last);
-                add_fixed(grid, at as usize, wij * lagrange_weight(l - fl, m));
+                add_fixed(grid, block_node(block, i, j, m), wij * lagrange_weight(block.tl, m));
             }
         }
     }

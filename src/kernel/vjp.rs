@@ -29,6 +29,19 @@ pub fn kernel_covers(job: &PixelJob) -> bool {
     job.shots == 1 && (!products(job) || one_batch)
 }
 
+/// The adjoint kernels' launch shape for `job` (of `exp`) with `derivatives` derivative images
+/// (0: the vector–Jacobian product or the grid's scatter).
+fn vjp_shape(job: &PixelJob, exp: &Experiment, derivatives: usize) -> VjpShape {
+    let d = &exp.detector;
+    VjpShape {
+        switches: job.switches,
+        spixels: d.spixels,
+        fpixels: d.fpixels,
+        width: at::G_GLOBALS + job.orientations.len(),
+        derivatives,
+    }
+}
+
 /// Whether `job` has the `-oversample_*` products.
 fn products(job: &PixelJob) -> bool {
     let s = job.switches;
@@ -79,14 +92,7 @@ fn grid_gradient<B: PixelKernel>(
     let exponent = fixed_point_exponent(bound);
     let mut job = job.clone();
     job.params[at::GRID_SCALE] = 2f32.powi(exponent);
-    let d = &exp.detector;
-    let shape = VjpShape {
-        switches: job.switches,
-        spixels: d.spixels,
-        fpixels: d.fpixels,
-        width: at::G_GLOBALS + job.orientations.len(),
-        derivatives: 0,
-    };
+    let shape = vjp_shape(&job, exp, 0);
     let inputs = upload::<B>(&job, device);
     let Some(words) = B::pixel_grid_vjp(inputs, weights.into_primitive().tensor(), shape, nodes) else {
         return Ok(None);
@@ -104,14 +110,7 @@ pub fn kernel_sums<B: PixelKernel>(
     weights: Tensor<B, 2>,
     device: &B::Device,
 ) -> Result<Option<Vec<f32>>> {
-    let d = &exp.detector;
-    let shape = VjpShape {
-        switches: job.switches,
-        spixels: d.spixels,
-        fpixels: d.fpixels,
-        width: at::G_GLOBALS + job.orientations.len(),
-        derivatives: 0,
-    };
+    let shape = vjp_shape(job, exp, 0);
     let inputs = upload::<B>(job, device);
     let Some(sums) = B::pixel_vjp(inputs, weights.into_primitive().tensor(), shape) else {
         return Ok(None);
@@ -340,13 +339,7 @@ pub fn derivative_images<B: PixelKernel>(
     let (out, fell_back) = launch_with_fall_back::<B>(&mut job, exp, device)?;
     let image = super::images(exp, &job, out, fell_back)?.remove(0);
     let d = &exp.detector;
-    let shape = VjpShape {
-        switches: job.switches,
-        spixels: d.spixels,
-        fpixels: d.fpixels,
-        width,
-        derivatives: n,
-    };
+    let shape = vjp_shape(&job, exp, n);
     let tangents = Tensor::<B, 2>::from_data(TensorData::new(tangents, [n, width]), (device, DType::F32));
     let inputs = upload::<B>(&job, device);
     let Some(out) = B::pixel_derivatives(inputs, tangents.into_primitive().tensor(), shape) else {
