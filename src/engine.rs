@@ -313,7 +313,7 @@ impl Engine {
             type Output = (Image, Vec<ParamGradient>);
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
                 // on a GPU, the vector–Jacobian kernel where it covers the configuration
-                if self.opts.pixel_kernel {
+                if self.opts.pixel_kernel && self.opts.adjoint_kernel {
                     if let Some(out) = crate::kernel::vjp::image_vjp::<B>(self.cfg, self.exp, self.weights, device)? {
                         return Ok(out);
                     }
@@ -349,7 +349,7 @@ impl Engine {
             type Output = Vec<DerivativeImage>;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
                 // on a GPU, the derivative-image kernel where it covers the configuration
-                if self.opts.pixel_kernel {
+                if self.opts.pixel_kernel && self.opts.adjoint_kernel {
                     let by_kernel = crate::kernel::vjp::derivative_images::<B>(self.cfg, self.exp, self.names, device)?;
                     if let Some((_, images)) = by_kernel {
                         return Ok(images);

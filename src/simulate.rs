@@ -57,6 +57,11 @@ pub struct RenderOptions {
     /// Render [`render`] and [`render_batch`] with one kernel launch where the backend has
     /// the kernel ([`crate::kernel`]); the fused wgpu engine sets it. Off: the tensor stages.
     pub pixel_kernel: bool,
+    /// Where `pixel_kernel` renders: gradients and derivative images by the adjoint kernels
+    /// (on, the default; f32 on the device). Off: by the tensor stages, on the host in f64 over
+    /// the worker threads for a `Simulator`'s backward pass (from the kernel's image), on the
+    /// engine's device for `Engine::image_vjp`, `Engine::derivatives` and refinement.
+    pub adjoint_kernel: bool,
     pub progress: Option<Progress>,
 }
 
@@ -68,6 +73,7 @@ impl Default for RenderOptions {
             max_chunk_elements: None,
             assemble_on_device: false,
             pixel_kernel: false,
+            adjoint_kernel: true,
             progress: None,
         }
     }
@@ -81,6 +87,7 @@ impl std::fmt::Debug for RenderOptions {
             .field("max_chunk_elements", &self.max_chunk_elements)
             .field("assemble_on_device", &self.assemble_on_device)
             .field("pixel_kernel", &self.pixel_kernel)
+            .field("adjoint_kernel", &self.adjoint_kernel)
             .finish()
     }
 }

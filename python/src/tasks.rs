@@ -62,7 +62,7 @@ impl BackendTask for VjpAt<'_> {
         let params = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.map_tensors(|t| t.detach().require_grad());
         // on a GPU, the render and vector–Jacobian kernels where they cover the configuration
         let weights_fit = self.weights.is_none_or(|w| w.len() == exp.detector.pixels());
-        if opts.pixel_kernel && weights_fit {
+        if opts.pixel_kernel && opts.adjoint_kernel && weights_fit {
             let w = self.weights;
             let weigh = |pixels: &[u32], _: &[f64]| {
                 let weights = pixels.iter().map(|&p| w.map_or(1.0, |w| w[p as usize] as f64));
@@ -88,7 +88,7 @@ impl BackendTask for DerivativesAt<'_> {
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
         let At { cfg, exp, values, opts } = self.at;
         // on a GPU, the derivative-image kernel (at the configuration's own parameters)
-        if opts.pixel_kernel && values.is_empty() {
+        if opts.pixel_kernel && opts.adjoint_kernel && values.is_empty() {
             if let Some(out) = nanobragg::kernel::vjp::derivative_images::<B>(cfg, exp, self.names, device)? {
                 return Ok(out);
             }

@@ -22,8 +22,16 @@
 //! (C's fall-back included; the grid values' own gradient is the scatter kernel's,
 //! [`super::scatter`]), polarization, `-dmin`, absorption layers, point pixels, the curved
 //! detector, ROI and mask, water, several sources, φ steps and mosaic domains, the
-//! `-oversample_*` products (with at most [`ORIENTATION_BATCH`] orientation rows a shot), one
-//! shot per launch ([`super::vjp::kernel_covers`]).
+//! `-oversample_*` products, one shot per launch ([`super::vjp::kernel_covers`]).
+//!
+//! **The `-oversample_*` products.** C multiplies the running sum by each counted term's
+//! factors f after the term, so I = I_bg·Π f + Σ_n t_n·Π_{m≥n} f_m. Where a shot's orientation
+//! rows fit one batch, the pass is forward mode over the pixel ([`batch_terms`]). With more
+//! rows (`Switches::rows_reversed`), the rows of earlier batches would need the factors of
+//! terms not yet seen, so the pass
+//! takes everything but the rows in forward mode over C's order, then sweeps the terms in C's
+//! order backwards, one (sample, batch) block at a time, carrying ∂I/∂running after the
+//! current block, the product of the later terms' factors, as one number.
 
 use super::job::Switches;
 use super::layout::*;
@@ -713,8 +721,7 @@ pub fn first_nearest_term(
                                 let k = miller_index(orientations, r, 1, at.d);
                                 let l = miller_index(orientations, r, 2, at.d);
                                 let lattice = forward::lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
-                                let counted = sw.water || lattice != 0.0;
-                                if counted && tricubic_out_of_range(counts, h, k, l) {
+                                if counted(lattice, sw) && tricubic_out_of_range(counts, h, k, l) {
                                     first = index;
                                 }
                             }
@@ -728,17 +735,19 @@ pub fn first_nearest_term(
     first
 }
 
-/// Every term of orientation rows `batch·B..batch·B + B` (B = `sw.orientation_batch`) of one
-/// pixel, with cotangent `g_term` each: their adjoints into the thread's orientation
-/// accumulators `orient` (row m of the batch at m·12: a/λ, b/λ, c/λ, then the offsets) and the
-/// rest into `acc`; returns the running sum after them, from `running` before. Samples
-/// outside, orientations inside (C's order): one ray and one direction adjoint per sample and
-/// batch.
+/// The terms of samples `first_sample..end_sample` (C's flat sample index: layer, sub-pixel
+/// row, sub-pixel column) and orientation batches `first_batch..end_batch` (rows
+/// `b·B..b·B + B`, B = `sw.orientation_batch`) of one pixel, in C's order (sample, then row),
+/// with cotangent `g_term` each; returns the running sum after them, from `running` before.
+/// Their adjoints go into `acc` and, with `rows`, into the thread's orientation accumulators
+/// `orient` (row m of the batch at m·12: a/λ, b/λ, c/λ, then the offsets; one batch then).
+/// One ray and one direction adjoint per sample.
 ///
 /// With the `-oversample_*` products C multiplies the running sum by the sample's factor f
-/// after every term: running ← (running + t)·f. Their adjoint is forward mode over the pixel
-/// (one batch holds every row, [`super::vjp::kernel_covers`]): the accumulators hold
-/// g·∂running/∂z, so after each term they are multiplied by f and take g·(running + t)·∂f/∂z.
+/// after every counted term: running ← (running + t)·f. Their adjoint here is forward mode:
+/// the accumulators hold g·∂running/∂z, so after each term they are multiplied by f and take
+/// g·(running + t)·∂f/∂z. `acc[G_I_BG]` is thereby multiplied by the product of the terms'
+/// factors ([`pixel_adjoint`] uses it as the running sum's ∂/∂ of its start).
 ///
 /// Terms from C's index `nearest_from` on take nearest-neighbour structure factors (C's
 /// tricubic fall-back, [`first_nearest_term`]).
@@ -750,7 +759,10 @@ fn batch_terms(
     sources: &Array<f32>,
     orientations: &Array<f32>,
     hkl: &Array<f32>,
-    batch: usize,
+    first_sample: i32,
+    end_sample: i32,
+    first_batch: usize,
+    end_batch: usize,
     slow: i32,
     fast: i32,
     g_term: f32,
@@ -758,83 +770,73 @@ fn batch_terms(
     nearest_from: i32,
     acc: &mut Array<f32>,
     orient: &mut Array<f32>,
+    #[comptime] rows: bool,
     #[comptime] sw: Switches,
 ) -> f32 {
-    let flags = sw.oversample_thick || sw.oversample_polar || sw.oversample_omega;
+    let flags = comptime!(products(sw));
     let os = counts[OVERSAMPLE];
-    let layers = counts[LAYERS];
     let per_shot = counts[PER_SHOT] as usize;
     let per_source = per_shot / counts[SOURCES] as usize;
     let mut sum = running;
-    for t in 0..layers {
-        for sub_s in 0..os {
-            for sub_f in 0..os {
-                let at = ray(params, slow, fast, os, t, sub_s, sub_f, sw.curved);
-                let sample = ((t * os + sub_s) * os + sub_f) * per_shot as i32;
-                // ∂L/∂d over the batch (a Vec3 cannot be reassigned in a kernel)
-                let mut gx = 0.0;
-                let mut gy = 0.0;
-                let mut gz = 0.0;
-                #[unroll]
-                for m in 0..sw.orientation_batch {
-                    let o = batch * sw.orientation_batch + m;
-                    let row = (o / per_source) * SOURCE_WIDTH;
-                    if o < per_shot && kept(params, sources, row, at.d, sw.dmin) {
-                        let incident = load3(sources, row + INCIDENT);
-                        let term = term_adjoint(
-                            params,
-                            counts,
-                            orientations,
-                            hkl,
-                            o,
-                            at.d,
-                            incident,
-                            g_term,
-                            sample + o as i32 >= nearest_from,
-                            acc,
-                            orient,
-                            m * ORIENTATION_WIDTH,
-                            sw,
-                        );
-                        if term.valid {
-                            gx += term.g_d.x;
-                            gy += term.g_d.y;
-                            gz += term.g_d.z;
-                            if flags {
-                                let f = term_factor(params, sources, row, at, t as f32, sw);
-                                let product = f.omega * f.capture * f.polar;
-                                scale_all(
-                                    acc,
-                                    orient,
-                                    comptime!(sw.orientation_batch * ORIENTATION_WIDTH),
-                                    product,
-                                );
-                                gx *= product;
-                                gy *= product;
-                                gz *= product;
-                                term_factor_adjoint(
-                                    params,
-                                    sources,
-                                    acc,
-                                    row,
-                                    at,
-                                    t as f32,
-                                    f,
-                                    g_term * (sum + term.value),
-                                    sw,
-                                );
-                                sum = (sum + term.value) * product;
-                            } else {
-                                sum += term.value;
-                            }
+    for q in first_sample..end_sample {
+        let t = q / (os * os);
+        let at = ray(params, slow, fast, os, t, (q / os) % os, q % os, sw.curved);
+        let sample = q * per_shot as i32;
+        // ∂L/∂d over the sample's terms (a Vec3 cannot be reassigned in a kernel)
+        let mut gx = 0.0;
+        let mut gy = 0.0;
+        let mut gz = 0.0;
+        for b in first_batch..end_batch {
+            #[unroll]
+            for m in 0..sw.orientation_batch {
+                let o = b * sw.orientation_batch + m;
+                let row = (o / per_source) * SOURCE_WIDTH;
+                if o < per_shot && kept(params, sources, row, at.d, sw.dmin) {
+                    let term = term_adjoint(
+                        params,
+                        counts,
+                        orientations,
+                        hkl,
+                        o,
+                        at.d,
+                        load3(sources, row + INCIDENT),
+                        g_term,
+                        sample + o as i32 >= nearest_from,
+                        acc,
+                        orient,
+                        m * ORIENTATION_WIDTH,
+                        rows,
+                        sw,
+                    );
+                    if term.valid {
+                        gx += term.g_d.x;
+                        gy += term.g_d.y;
+                        gz += term.g_d.z;
+                        if flags {
+                            let f = term_factor(params, sources, row, at, t as f32, sw);
+                            let product = f.omega * f.capture * f.polar;
+                            scale_all(acc, orient, product, rows, sw);
+                            gx *= product;
+                            gy *= product;
+                            gz *= product;
+                            let g_factor = g_term * (sum + term.value);
+                            term_factor_adjoint(params, sources, acc, row, at, t as f32, f, g_factor, sw);
+                            sum = (sum + term.value) * product;
+                        } else {
+                            sum += term.value;
                         }
                     }
                 }
-                push_direction(params, acc, at, Vec3 { x: gx, y: gy, z: gz }, sw.curved);
             }
         }
+        push_direction(params, acc, at, Vec3 { x: gx, y: gy, z: gz }, sw.curved);
     }
     sum
+}
+
+/// Whether `sw` has the `-oversample_*` products (a factor per term).
+pub fn products(sw: Switches) -> bool {
+    sw.oversample_thick || sw.oversample_polar || sw.oversample_omega
 }
 
 /// The factors one term of the `-oversample_*` products multiplies the running sum by: ω,
@@ -847,7 +849,7 @@ pub struct TermFactor {
 }
 
 #[cube]
-fn term_factor(
+pub(super) fn term_factor(
     params: &Array<f32>,
     sources: &Array<f32>,
     row: usize,
@@ -897,17 +899,31 @@ fn term_factor_adjoint(
     }
 }
 
-/// Every accumulator of the thread times `f`.
+/// Every accumulator of the thread times `f` (the orientation rows' with `rows`).
 #[cube]
-fn scale_all(acc: &mut Array<f32>, orient: &mut Array<f32>, #[comptime] columns: usize, f: f32) {
+fn scale_all(acc: &mut Array<f32>, orient: &mut Array<f32>, f: f32, #[comptime] rows: bool, #[comptime] sw: Switches) {
     #[unroll]
     for j in 0..G_GLOBALS {
         acc[j] *= f;
     }
-    #[unroll]
-    for j in 0..columns {
-        orient[j] *= f;
+    if rows {
+        #[unroll]
+        for j in 0..comptime!(sw.orientation_batch * ORIENTATION_WIDTH) {
+            orient[j] *= f;
+        }
     }
+}
+
+/// Whether C counts a term of lattice factor `lattice`: it skips zero lattice factors without
+/// water, which matters where the `-oversample_*` products or tricubic interpolation make a
+/// skipped term differ from a zero one (elsewhere every term counts).
+#[cube]
+pub(super) fn counted(lattice: f32, #[comptime] sw: Switches) -> bool {
+    let mut valid = true;
+    if comptime!(!sw.water && (products(sw) || sw.tricubic)) {
+        valid = lattice != 0.0;
+    }
+    valid
 }
 
 /// One term's value F²·L², the cotangent of its direction d, and whether C counts it (it
@@ -937,6 +953,7 @@ fn term_adjoint(
     acc: &mut Array<f32>,
     orient: &mut Array<f32>,
     #[comptime] slot: usize,
+    #[comptime] rows: bool,
     #[comptime] sw: Switches,
 ) -> TermAdjoint {
     let first = o * ORIENTATION_WIDTH;
@@ -948,10 +965,7 @@ fn term_adjoint(
     let f2 = f.value * f.value;
     let l2 = lat.value * lat.value;
     // an invalid term (F_latt = 0) adds exactly 0 below
-    let mut valid = true;
-    if !sw.water && (sw.oversample_thick || sw.oversample_polar || sw.oversample_omega || sw.tricubic) {
-        valid = lat.value != 0.0;
-    }
+    let valid = counted(lat.value, sw);
     // ∂L/∂F_cell
     let g_f = g_term * 2.0 * f.value * l2;
     if f.is_default {
@@ -975,13 +989,15 @@ fn term_adjoint(
     // h_v = d·(a_v/λ) − offset_v with offset_v = (a_v/λ)·i: the a/λ slots take (d − i)·∂L/∂h,
     // small near the direct beam where d·∂L/∂h and i·∂L/∂h would cancel in the sums
     // (`vjp::orientation_gradients` adds i·Σ ∂L/∂h back in f64)
-    let q = sum3(d, scaled(incident, -1.0));
-    add3(orient, slot, scaled(q, gh));
-    add3(orient, slot + 3, scaled(q, gk));
-    add3(orient, slot + 6, scaled(q, gl));
-    orient[slot + OFFSET] -= gh;
-    orient[slot + OFFSET + 1] -= gk;
-    orient[slot + OFFSET + 2] -= gl;
+    if rows {
+        let q = sum3(d, scaled(incident, -1.0));
+        add3(orient, slot, scaled(q, gh));
+        add3(orient, slot + 3, scaled(q, gk));
+        add3(orient, slot + 6, scaled(q, gl));
+        orient[slot + OFFSET] -= gh;
+        orient[slot + OFFSET + 1] -= gk;
+        orient[slot + OFFSET + 2] -= gl;
+    }
     let axis_a = load3(orientations, first);
     let axis_b = load3(orientations, first + 3);
     let axis_c = load3(orientations, first + 6);
@@ -1049,9 +1065,9 @@ fn factor_adjoints(
     }
 }
 
-/// The workgroup's sum of `values[0..columns]` over its threads, in thread order, into
-/// `output[at..at + min(columns, limit)]`. Every thread of the workgroup calls it (it
-/// synchronises them).
+/// The workgroup's sum of `values[0..columns]` over its threads, in thread order, into (or,
+/// with `add`, onto) `output[at..at + min(columns, limit)]`. Every thread of the workgroup
+/// calls it (it synchronises them).
 #[cube]
 fn reduce_columns(
     values: &Array<f32>,
@@ -1061,6 +1077,7 @@ fn reduce_columns(
     at: usize,
     limit: usize,
     unit: usize,
+    add: bool,
 ) {
     #[unroll]
     for j in 0..columns {
@@ -1072,9 +1089,22 @@ fn reduce_columns(
         for t in 0..WORKGROUP {
             s += shared[t * columns + unit];
         }
-        output[at + unit] = s;
+        if add {
+            output[at + unit] += s;
+        } else {
+            output[at + unit] = s;
+        }
     }
     sync_cube();
+}
+
+/// `values[0..columns]` = 0.
+#[cube]
+fn zero(values: &mut Array<f32>, #[comptime] columns: usize) {
+    #[unroll]
+    for j in 0..columns {
+        values[j] = 0.0;
+    }
 }
 
 /// Σ_j `values[j]`·`tangents[at + j]` over the `columns` values.
@@ -1092,6 +1122,72 @@ fn contract(
         s += values[from + j] * tangents[at + j];
     }
     s
+}
+
+/// Where a pixel's adjoint goes: `n` derivative images of `pixels` (at `pixel`), or the
+/// workgroup's row `row` of partials (thread `unit`), each `width` = G_GLOBALS + 12·`per_shot`
+/// columns wide.
+#[derive(CubeType, Clone, Copy)]
+pub struct Outlet {
+    pub n: usize,
+    pub width: usize,
+    pub per_shot: usize,
+    pub pixel: usize,
+    pub pixels: usize,
+    pub row: usize,
+    pub unit: usize,
+}
+
+/// The thread's orientation accumulators `orient` of batch `batch`: contracted with the
+/// tangents `input` into the pixel's derivative images (`derivatives`), else summed over the
+/// workgroup into its partials (added to what is there with `add`). Every thread of the
+/// workgroup calls it.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn emit_rows(
+    orient: &Array<f32>,
+    batch: usize,
+    add: bool,
+    input: &Array<f32>,
+    output: &mut Array<f32>,
+    shared: &mut SharedMemory<f32>,
+    to: Outlet,
+    #[comptime] derivatives: bool,
+    #[comptime] sw: Switches,
+) {
+    let batch_rows = sw.orientation_batch;
+    let batch_columns = comptime!(sw.orientation_batch * ORIENTATION_WIDTH);
+    let column = G_GLOBALS + batch * batch_columns;
+    if derivatives {
+        let rows = min(to.per_shot - batch * batch_rows, batch_rows) * ORIENTATION_WIDTH;
+        for k in 0..to.n {
+            let mut s = 0.0;
+            #[unroll]
+            for m in 0..batch_rows {
+                if m * ORIENTATION_WIDTH < rows {
+                    s += contract(
+                        orient,
+                        m * ORIENTATION_WIDTH,
+                        ORIENTATION_WIDTH,
+                        input,
+                        k * to.width + column + m * ORIENTATION_WIDTH,
+                    );
+                }
+            }
+            output[k * to.pixels + to.pixel] += s;
+        }
+    } else {
+        reduce_columns(
+            orient,
+            batch_columns,
+            shared,
+            output,
+            to.row + column,
+            to.width - column,
+            to.unit,
+            add,
+        );
+    }
 }
 
 /// Shared memory the pass needs: one row of batch columns per thread for the reduction.
@@ -1158,10 +1254,7 @@ fn pixel_adjoint(
     let batch_columns = comptime!(sw.orientation_batch * ORIENTATION_WIDTH);
     let mut shared = SharedMemory::<f32>::new(comptime!(shared_len(derivatives, batch_columns)));
     let mut acc = Array::<f32>::new(G_GLOBALS);
-    #[unroll]
-    for j in 0..G_GLOBALS {
-        acc[j] = 0.0;
-    }
+    zero(&mut acc, G_GLOBALS);
     let mut orient = Array::<f32>::new(batch_columns);
     let factors = pixel_factors(params, counts, sources, slow, fast, sw);
     let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
@@ -1169,12 +1262,20 @@ fn pixel_adjoint(
     // ∂I/∂I_bg: the running sum starts at I_bg (the `-oversample_*` products scale it after)
     acc[G_I_BG] = g_term;
     let mut total = params[I_BG];
+    let samples = counts[LAYERS] * counts[OVERSAMPLE] * counts[OVERSAMPLE];
     let batches = per_shot.div_ceil(batch_rows);
-    for batch in 0..batches {
-        #[unroll]
-        for j in 0..batch_columns {
-            orient[j] = 0.0;
-        }
+    let outlet = Outlet {
+        n,
+        width,
+        per_shot,
+        pixel,
+        pixels,
+        row,
+        unit,
+    };
+    if sw.rows_reversed {
+        // the products over several batches: the rest in forward mode over C's order, then
+        // the orientation rows in reverse mode, C's order backwards
         if active {
             total = batch_terms(
                 params,
@@ -1182,7 +1283,10 @@ fn pixel_adjoint(
                 sources,
                 orientations,
                 hkl,
-                batch,
+                0,
+                samples,
+                0,
+                batches,
                 slow,
                 fast,
                 g_term,
@@ -1190,37 +1294,92 @@ fn pixel_adjoint(
                 nearest_from,
                 &mut acc,
                 &mut orient,
+                false,
                 sw,
             );
         }
-        let column = G_GLOBALS + batch * batch_columns;
-        if derivatives {
-            let rows = min(per_shot - batch * batch_rows, batch_rows) * ORIENTATION_WIDTH;
-            for k in 0..n {
-                let mut s = 0.0;
-                #[unroll]
-                for m in 0..batch_rows {
-                    if m * ORIENTATION_WIDTH < rows {
-                        s += contract(
-                            &orient,
-                            m * ORIENTATION_WIDTH,
-                            ORIENTATION_WIDTH,
-                            input,
-                            k * width + column + m * ORIENTATION_WIDTH,
-                        );
-                    }
+        let mut block = Array::<f32>::new(G_GLOBALS);
+        // ∂I/∂running after the terms done so far: the product of the later terms' factors
+        let mut later = g_term;
+        for i in 0..samples {
+            let q = samples - 1 - i;
+            for j in 0..batches {
+                let batch = batches - 1 - j;
+                zero(&mut orient, batch_columns);
+                if active {
+                    zero(&mut block, G_GLOBALS);
+                    // block[G_I_BG] becomes the block's ∂running/∂running before it
+                    block[G_I_BG] = 1.0;
+                    batch_terms(
+                        params,
+                        counts,
+                        sources,
+                        orientations,
+                        hkl,
+                        q,
+                        q + 1,
+                        batch,
+                        batch + 1,
+                        slow,
+                        fast,
+                        later,
+                        0.0,
+                        nearest_from,
+                        &mut block,
+                        &mut orient,
+                        true,
+                        sw,
+                    );
+                    later *= block[G_I_BG];
                 }
-                output[k * pixels + pixel] += s;
+                emit_rows(
+                    &orient,
+                    batch,
+                    i > 0,
+                    input,
+                    output,
+                    &mut shared,
+                    outlet,
+                    derivatives,
+                    sw,
+                );
             }
-        } else {
-            reduce_columns(
+        }
+    } else {
+        for batch in 0..batches {
+            zero(&mut orient, batch_columns);
+            if active {
+                total = batch_terms(
+                    params,
+                    counts,
+                    sources,
+                    orientations,
+                    hkl,
+                    0,
+                    samples,
+                    batch,
+                    batch + 1,
+                    slow,
+                    fast,
+                    g_term,
+                    total,
+                    nearest_from,
+                    &mut acc,
+                    &mut orient,
+                    true,
+                    sw,
+                );
+            }
+            emit_rows(
                 &orient,
-                batch_columns,
-                &mut shared,
+                batch,
+                false,
+                input,
                 output,
-                row + column,
-                width - column,
-                unit,
+                &mut shared,
+                outlet,
+                derivatives,
+                sw,
             );
         }
     }
@@ -1234,7 +1393,7 @@ fn pixel_adjoint(
             output[k * pixels + pixel] += contract(&acc, 0usize, G_GLOBALS, input, k * width);
         }
     } else {
-        reduce_columns(&acc, G_GLOBALS, &mut shared, output, row, G_GLOBALS, unit);
+        reduce_columns(&acc, G_GLOBALS, &mut shared, output, row, G_GLOBALS, unit, false);
     }
 }
 

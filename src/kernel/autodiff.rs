@@ -9,8 +9,8 @@
 //!   ([`super::vjp`], [`super::adjoint`]) gives g_z = Σ_p w_p·∂I_p/∂z for the scene's
 //!   variables z (and, where the structure-factor grid's values are parameters, the scatter
 //!   kernel their gradient, [`super::scatter`]), and (∂z/∂θ)ᵀ·g_z follows over the small scene
-//!   graph on the host. Where the kernels do not cover the image ([`super::vjp::kernel_covers`],
-//!   [`super::vjp::grid_covered`]), w is read back and the tensor stages take the product on the host, in
+//!   graph on the host. Where the kernels do not cover the image ([`super::vjp::kernel_covers`]),
+//!   w is read back and the tensor stages take the product on the host, in
 //!   f64 over the worker pool ([`scene_graph_vjp`]). Each parameter's gradient is registered
 //!   on its tensor, so it flows on into the caller's graph.
 //!
@@ -73,7 +73,7 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
         t.into_primitive().tensor().node
     });
     let values = Arc::new(values);
-    let on_graph = |(image, pixels): (usize, Tensor<B, 2>)| {
+    let on_graph = |(image, (pixels, switch_pixel)): (usize, (Tensor<B, 2>, i32))| {
         let pixels = pixels.into_primitive().tensor();
         let step = ParamsBackward::<S, C>(PhantomData);
         let out = match <ParamsBackward<S, C> as Backward<B, SLOTS>>::prepare::<C>(step, parents.clone())
@@ -85,6 +85,7 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
                     scenes: scenes.clone(),
                     values: values.clone(),
                     image,
+                    switch_pixel,
                     present,
                 },
                 pixels,
@@ -101,12 +102,15 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
 struct ParamsBackward<S, C>(PhantomData<fn() -> (S, C)>);
 
 /// What the backward step differentiates: the image `image` of `scenes` at the parameter
-/// `values`; `present[k]`: whether slot k of [`PARAMETERS`] is a parameter of the simulator.
+/// `values`, whose render switched to nearest neighbour after `switch_pixel` (C's tricubic
+/// fall-back, `i32::MAX`: never); `present[k]`: whether slot k of [`PARAMETERS`] is a
+/// parameter of the simulator.
 #[derive(Debug)]
 struct ImageVjp<S> {
     scenes: Arc<S>,
     values: Arc<Values>,
     image: usize,
+    switch_pixel: i32,
     present: [bool; SLOTS],
 }
 
@@ -151,16 +155,18 @@ impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for Pa
 
 impl<S: Scenes> ImageVjp<S> {
     /// Σ_p w_p·∂I_p/∂θ for every parameter, w = ∂L/∂I `[spixels, fpixels]` the cotangent: by
-    /// the vector–Jacobian kernel where it covers the image, else by the tensor stages on the
-    /// host.
+    /// the vector–Jacobian kernel where it covers the image (and the image's options allow
+    /// it, `RenderOptions::adjoint_kernel`), else by the tensor stages on the host.
     fn gradients<B: PixelKernel>(&self, cotangent: FloatTensor<B>) -> Result<Vec<ParamGradient>> {
         let device = NdArrayDevice::Cpu;
         let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;
         let graph = self.scenes.scene(&params, self.image);
         let (setup, host) = self.scenes.images()[self.image];
         let w = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(cotangent));
-        if let Some(g) = self.kernel_gradients(&params, &graph, w.clone())? {
-            return Ok(g);
+        if setup.options.adjoint_kernel {
+            if let Some(g) = self.kernel_gradients(&params, &graph, w.clone())? {
+                return Ok(g);
+            }
         }
         let w = to_host(w)?;
         // the weights of a chunk's rendered pixels (indices fast-major over the detector)
@@ -177,7 +183,7 @@ impl<S: Scenes> ImageVjp<S> {
 
     /// Σ_p w_p·∂I_p/∂θ by the vector–Jacobian kernel on `B`'s device, then (∂z/∂θ)ᵀ·g_z over
     /// the small scene graph on the host; `None` where the kernels do not cover the image
-    /// ([`super::vjp::kernel_covers`], [`super::vjp::grid_covered`]).
+    /// ([`super::vjp::kernel_covers`]).
     fn kernel_gradients<B: PixelKernel>(
         &self,
         params: &Params<Autodiff<Host>>,
@@ -186,7 +192,10 @@ impl<S: Scenes> ImageVjp<S> {
     ) -> Result<Option<Vec<ParamGradient>>> {
         let (setup, host) = self.scenes.images()[self.image];
         match KernelScene::new(&setup.exp, host, params, graph.clone())? {
-            Some(scene) => {
+            Some(mut scene) => {
+                // the forward pass's render found C's tricubic fall-back pixel
+                scene.job.switch_to_nearest_after(self.switch_pixel);
+                scene.fall_back_known = true;
                 let device = w.device();
                 scene.gradients::<B>(&setup.exp, params, w, &device)
             }

@@ -29,6 +29,7 @@ use std::sync::Arc;
 /// The kernel's inputs on the backend's device (see [`super::layout`]): f32 `params`
 /// `[PARAMS]`, i32 `counts` `[COUNTS]`, f32 `sources` `[S·10]`, `orientations`
 /// `[shots·S·Φ·M·12]`, `scales` `[shots]`, `hkl` `[grid]`, `mask` `[ROI positions]`.
+#[derive(Clone)]
 pub struct KernelInputs<B: Backend> {
     pub params: FloatTensor<B>,
     pub counts: IntTensor<B>,
@@ -169,7 +170,8 @@ pub trait PixelKernel: Backend {
         if !Self::has_pixel_kernel() {
             return Ok(None);
         }
-        super::images_at::<Self, S>(&**scenes, &params.values()?, &params.cell.val().device())
+        let images = super::images_at::<Self, S>(&**scenes, &params.values()?, &params.cell.val().device())?;
+        Ok(images.map(|images| images.into_iter().map(|(image, _)| image).collect()))
     }
 }
 

@@ -56,6 +56,14 @@ fn empty<R: CubeRuntime>(like: &CubeTensor<R>, dims: Vec<usize>, dtype: DType) -
     empty_device_dtype(like.client.clone(), like.device.clone(), dims.into(), dtype)
 }
 
+/// An i32 tensor `[len]` on `like`'s device, every element `value`.
+fn filled_i32<R: CubeRuntime>(like: &CubeTensor<R>, len: usize, value: i32) -> CubeTensor<R> {
+    let bytes: Vec<u8> = (0..len).flat_map(|_| value.to_ne_bytes()).collect();
+    let client = like.client.clone();
+    let data = client.create_from_slice(&bytes);
+    CubeTensor::new_contiguous(client, like.device.clone(), vec![len].into(), data, DType::I32)
+}
+
 /// The two launches, from the inputs in [`KernelInputs`]' order; the outputs in
 /// [`KernelOutputs`]' order.
 fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [CubeTensor<R>; 4] {
@@ -73,13 +81,7 @@ fn launch<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], shape: KernelShape) -> [Cu
     let omega = empty(&params, vec![pixels], DType::F32);
     let partials = empty(&params, vec![shape.blocks, PARTIAL_WIDTH], DType::F32);
     let first_max = empty(&params, vec![shape.blocks], DType::I32);
-    let first_out_of_range = CubeTensor::new_contiguous(
-        client.clone(),
-        params.device.clone(),
-        vec![1].into(),
-        client.create_from_slice(&i32::MAX.to_ne_bytes()),
-        DType::I32,
-    );
+    let first_out_of_range = filled_i32(&params, 1, i32::MAX);
     let dim = CubeDim::new_1d(WORKGROUP as u32);
     // SAFETY: every index the kernels form lies inside its array: invocations past the
     // outputs' lengths return at once, structure-factor indices are clamped into the grid, mask
@@ -210,13 +212,7 @@ fn launch_grid_vjp<R: CubeRuntime>(
     let weights = into_contiguous(weights);
     assert!(weights.dtype == DType::F32, "the scatter kernel reads f32 weights");
     let client = params.client.clone();
-    let words = CubeTensor::new_contiguous(
-        client.clone(),
-        params.device.clone(),
-        vec![2 * nodes].into(),
-        client.create_from_slice(&vec![0u8; 8 * nodes]),
-        DType::I32,
-    );
+    let words = filled_i32(&params, 2 * nodes, 0);
     // SAFETY: as for the render: invocations past the image return at once, structure-factor
     // nodes are clamped into the grid (nearest neighbour's are checked), and each node owns
     // words 2·node and 2·node + 1 of `words`

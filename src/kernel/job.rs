@@ -37,6 +37,8 @@ impl PixelJob {
         let roi = exp.active_pixels().rect();
         let blocks_per_shot = roi.len().div_ceil(STAT_BLOCK).max(1);
         let mask = exp.rendered_positions();
+        let per_shot = scene.orientations / scene.shots;
+        let products = exp.oversample_thick || exp.oversample_polar || exp.oversample_omega;
         let switches = Switches {
             square: exp.shape == CrystalShape::Square,
             round: exp.shape == CrystalShape::Round,
@@ -53,7 +55,8 @@ impl PixelJob {
             oversample_polar: exp.oversample_polar,
             oversample_omega: exp.oversample_omega,
             masked: mask.is_some(),
-            orientation_batch: orientation_batch(scene.orientations / scene.shots),
+            orientation_batch: orientation_batch(per_shot),
+            rows_reversed: products && per_shot > at::ORIENTATION_BATCH,
         };
         let mut counts = vec![0i32; at::COUNTS];
         let d = &exp.detector;
@@ -139,6 +142,12 @@ impl PixelJob {
     /// fall-back, found by a first pass).
     pub fn switch_to_nearest_after(&mut self, pixel: i32) {
         self.counts[at::SWITCH_PIXEL] = pixel;
+    }
+
+    /// The image index after which pixels use nearest-neighbour structure factors (`i32::MAX`:
+    /// none, or not yet found by a render).
+    pub fn switch_pixel(&self) -> i32 {
+        self.counts[at::SWITCH_PIXEL]
     }
 }
 
@@ -227,6 +236,9 @@ pub struct Switches {
     /// Orientation rows the adjoint kernels accumulate between two workgroup reductions
     /// ([`orientation_batch`]).
     pub orientation_batch: usize,
+    /// The `-oversample_*` products over more orientation rows a shot than one batch: the
+    /// adjoint kernels take the rows' adjoints in a second sweep, C's order backwards.
+    pub rows_reversed: bool,
 }
 
 /// Orientation rows per batch of the adjoint kernels for `per_shot` rows a shot: at most

@@ -45,6 +45,7 @@ use crate::scene::Scene;
 use crate::setup::Experiment;
 use crate::simulator::scenes::Scenes;
 use burn::backend::ndarray::NdArrayDevice;
+use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
 use layout::PARTIAL_WIDTH;
 
@@ -74,8 +75,13 @@ pub fn runs_on<B: PixelKernel>(exp: &Experiment, shots: usize) -> bool {
     B::has_pixel_kernel() && fits
 }
 
+/// An image `[spixels, fpixels]` (photons) rendered by the kernel, on the device, and the
+/// pixel after which its render switched to nearest neighbour ([`PixelJob::switch_pixel`]).
+pub type KernelImage<B> = (Tensor<B, 2>, i32);
+
 /// The images `[spixels, fpixels]` (photons) of `scenes` at the parameter `values` (as
-/// [`Params::values`] lists them), rendered by the kernel and left on `device`, untracked: the
+/// [`Params::values`] lists them), each with its job's tricubic switch pixel
+/// ([`PixelJob::switch_pixel`]), rendered by the kernel and left on `device`, untracked: the
 /// scenes are evaluated on the host in f64 ([`Host`]) and packed for the kernel, so the device
 /// runs the kernel launches alone. `None` where `B` has no kernel, a launch does not fit, or
 /// the process renders on the CPU in f32 (the CPU device's dtype is fixed per process: the
@@ -84,7 +90,7 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     scenes: &S,
     values: &[(&'static str, Vec<f64>)],
     device: &B::Device,
-) -> Result<Option<Vec<Tensor<B, 2>>>> {
+) -> Result<Option<Vec<KernelImage<B>>>> {
     let images = scenes.images();
     if !images.iter().all(|(setup, _)| runs_on::<B>(&setup.exp, 1)) {
         return Ok(None);
@@ -106,11 +112,12 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
 }
 
 /// The image `[spixels, fpixels]` of a one-shot job, left on the device (C's tricubic
-/// fall-back included).
-pub fn job_image<B: PixelKernel>(mut job: PixelJob, exp: &Experiment, device: &B::Device) -> Result<Tensor<B, 2>> {
+/// fall-back included), and the pixel after which it switched to nearest neighbour
+/// ([`PixelJob::switch_pixel`]).
+pub fn job_image<B: PixelKernel>(mut job: PixelJob, exp: &Experiment, device: &B::Device) -> Result<KernelImage<B>> {
     let (out, _) = launch_with_fall_back::<B>(&mut job, exp, device)?;
     let d = &exp.detector;
-    Ok(out.image.reshape([d.spixels, d.fpixels]))
+    Ok((out.image.reshape([d.spixels, d.fpixels]), job.switch_pixel()))
 }
 
 /// One launch, and with tricubic structure factors a second one if the first found a pixel
@@ -160,11 +167,7 @@ fn launch<B: PixelKernel>(job: &PixelJob, exp: &Experiment, device: &B::Device) 
 /// The job's arrays on `device`, as the kernels read them: f32 and i32 whatever the device's
 /// default dtypes (an embedding program may have set i64).
 fn upload<B: PixelKernel>(job: &PixelJob, device: &B::Device) -> KernelInputs<B> {
-    let float = |v: &[f32]| {
-        Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), (device, DType::F32))
-            .into_primitive()
-            .tensor()
-    };
+    let float = |v: &[f32]| upload_floats::<B>(v, device);
     let counts = TensorData::new(job.counts.clone(), [job.counts.len()]);
     KernelInputs::<B> {
         params: float(&job.params),
@@ -175,6 +178,13 @@ fn upload<B: PixelKernel>(job: &PixelJob, device: &B::Device) -> KernelInputs<B>
         hkl: float(&job.hkl),
         mask: float(&job.mask),
     }
+}
+
+/// `v` as an f32 tensor `[v.len()]` on `device`.
+fn upload_floats<B: PixelKernel>(v: &[f32], device: &B::Device) -> FloatTensor<B> {
+    Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), (device, DType::F32))
+        .into_primitive()
+        .tensor()
 }
 
 /// The outputs of [`launch`], as tensors.

@@ -359,6 +359,29 @@ pub(super) fn block_node(block: TricubicBlock, i: u32, j: u32, m: u32) -> usize 
     ) as usize
 }
 
+/// F_cell at (h, k, l): default_F without a grid; the grid by nearest neighbour, or by
+/// tricubic interpolation until `nearest_now` (C's fall-back).
+#[allow(clippy::too_many_arguments)]
+#[cube]
+pub(super) fn structure_factor(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    hkl: &Array<f32>,
+    h: f32,
+    k: f32,
+    l: f32,
+    nearest_now: bool,
+    #[comptime] sw: Switches,
+) -> f32 {
+    let mut f = params[DEFAULT_F];
+    if sw.tricubic && !nearest_now {
+        f = tricubic(counts, hkl, h, k, l);
+    } else if sw.nearest || sw.tricubic {
+        f = nearest(params, counts, hkl, h, k, l);
+    }
+    f
+}
+
 /// F_cell by tricubic interpolation over the 4×4×4 nodes around (h, k, l), summed along l,
 /// then k, then h (as the tensor stage), with the node block clamped into the grid.
 #[cube]
@@ -560,20 +583,11 @@ fn pixel_photons(
                                 valid = f_latt != 0.0;
                             }
                             if valid {
-                                let mut f_cell = params[DEFAULT_F];
-                                if sw.tricubic {
-                                    if !nearest_now && tricubic_out_of_range(counts, h, k, l) {
-                                        nearest_now = true;
-                                        first_out_of_range[0].fetch_min(pixel as i32);
-                                    }
-                                    if nearest_now {
-                                        f_cell = nearest(params, counts, hkl, h, k, l);
-                                    } else {
-                                        f_cell = tricubic(counts, hkl, h, k, l);
-                                    }
-                                } else if sw.nearest {
-                                    f_cell = nearest(params, counts, hkl, h, k, l);
+                                if sw.tricubic && !nearest_now && tricubic_out_of_range(counts, h, k, l) {
+                                    nearest_now = true;
+                                    first_out_of_range[0].fetch_min(pixel as i32);
                                 }
+                                let f_cell = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
                                 let term = f_cell * f_cell * f_latt * f_latt;
                                 if flags {
                                     running = (running + term) * factor;

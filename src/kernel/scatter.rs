@@ -10,13 +10,16 @@
 //! 2^61 no sum can overflow, and each node's sum is exact to its parts' rounding, 2^−e each
 //! ([`super::vjp::fixed_point_exponent`], [`super::vjp::fixed_point_values`]).
 //!
-//! Not with the `-oversample_*` products, whose forward mode would need an accumulator per
-//! node ([`super::vjp::KernelScene`] falls back to the tensor stages there).
+//! The terms are visited in C's order backwards, so that under the `-oversample_*` products
+//! each term's ∂I/∂term, the product of the later counted terms' factors, is one running
+//! product (the order of the integer sums does not matter).
 
-use super::adjoint::{first_nearest_term, kept, lattice_factor, pixel_factors, ray, structure_factor};
+use super::adjoint::{counted, first_nearest_term, kept, lattice_factor, pixel_factors, products, ray, term_factor};
 use super::job::Switches;
 use super::layout::*;
-use super::pixel::{block_node, is_rendered, lagrange_weight, miller_index, nearest_node, tricubic_block};
+use super::pixel::{
+    block_node, is_rendered, lagrange_weight, miller_index, nearest_node, structure_factor, tricubic_block,
+};
 use cubecl::prelude::*;
 
 /// `x` (in fixed-point units, |x| < 2^62) rounded to an integer and added to node `node`'s
@@ -102,36 +105,47 @@ pub fn pixel_grid_vjp(
     let g_term = weights[pixel] * scales[0] * factors.omega * factors.polar * factors.capture;
     let nearest_from = first_nearest_term(params, counts, sources, orientations, pixel as i32, slow, fast, sw);
     let os = counts[OVERSAMPLE];
+    let samples = counts[LAYERS] * os * os;
     let per_shot = counts[PER_SHOT] as usize;
     let per_source = per_shot / counts[SOURCES] as usize;
+    // ∂I/∂term for the terms after the current one in C's order (the `-oversample_*` products'
+    // factors of the later counted terms; 1 without them)
+    let mut later = g_term * params[GRID_SCALE];
     if g_term != 0.0 {
-        for t in 0..counts[LAYERS] {
-            for sub_s in 0..os {
-                for sub_f in 0..os {
-                    let at = ray(params, slow, fast, os, t, sub_s, sub_f, sw.curved);
-                    let sample = ((t * os + sub_s) * os + sub_f) * per_shot as i32;
-                    for o in 0..per_shot {
-                        let row = (o / per_source) * SOURCE_WIDTH;
-                        if kept(params, sources, row, at.d, sw.dmin) {
-                            let r = o * ORIENTATION_WIDTH;
-                            let h = miller_index(orientations, r, 0, at.d);
-                            let k = miller_index(orientations, r, 1, at.d);
-                            let l = miller_index(orientations, r, 2, at.d);
-                            let lattice = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss).value;
-                            let nearest_now = sample + o as i32 >= nearest_from;
-                            let f = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
-                            let l2 = lattice * lattice;
-                            // ∂L/∂F_cell in fixed-point units (a power of two: exact)
-                            let g = g_term * 2.0 * f.value * l2 * params[GRID_SCALE];
-                            if sw.tricubic && !nearest_now {
-                                scatter_tricubic(counts, grid, h, k, l, g);
-                            } else {
-                                let node = nearest_node(counts, h, k, l);
-                                if node >= 0 {
-                                    add_fixed(grid, node as usize, g);
-                                }
-                            }
+        for i in 0..samples {
+            let q = samples - 1 - i;
+            let t = q / (os * os);
+            let at = ray(params, slow, fast, os, t, (q / os) % os, q % os, sw.curved);
+            let sample = q * per_shot as i32;
+            for j in 0..per_shot {
+                let o = per_shot - 1 - j;
+                let row = (o / per_source) * SOURCE_WIDTH;
+                if kept(params, sources, row, at.d, sw.dmin) {
+                    let r = o * ORIENTATION_WIDTH;
+                    let h = miller_index(orientations, r, 0, at.d);
+                    let k = miller_index(orientations, r, 1, at.d);
+                    let l = miller_index(orientations, r, 2, at.d);
+                    // the adjoint's lattice factor: the terms counted are the vector–Jacobian pass's
+                    let lattice = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss).value;
+                    let nearest_now = sample + o as i32 >= nearest_from;
+                    let f = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
+                    let mut factor = 1.0;
+                    if comptime!(products(sw)) {
+                        let by = term_factor(params, sources, row, at, t as f32, sw);
+                        factor = by.omega * by.capture * by.polar;
+                    }
+                    // ∂L/∂F_cell in fixed-point units (a power of two: exact)
+                    let g = later * factor * 2.0 * f * (lattice * lattice);
+                    if sw.tricubic && !nearest_now {
+                        scatter_tricubic(counts, grid, h, k, l, g);
+                    } else {
+                        let node = nearest_node(counts, h, k, l);
+                        if node >= 0 {
+                            add_fixed(grid, node as usize, g);
                         }
+                    }
+                    if counted(lattice, sw) {
+                        later *= factor;
                     }
                 }
             }

@@ -4,7 +4,10 @@
 //! into the parameters' gradients (`gradient::scene_to_params`).
 
 use super::layout as at;
-use super::{launch_with_fall_back, read_ints, readback, runs_on, upload, PixelJob, PixelKernel, VjpShape};
+use super::{
+    launch_with_fall_back, read_ints, readback, runs_on, upload, upload_floats, KernelInputs, PixelJob, PixelKernel,
+    VjpShape,
+};
 use crate::config::SimConfig;
 use crate::derivative::{self, DerivativeImage};
 use crate::diff::host::Host;
@@ -20,13 +23,9 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
 
-/// Whether the adjoint kernels cover `job`: one shot, and with the `-oversample_*` products
-/// at most one batch of orientation rows ([`super::layout::ORIENTATION_BATCH`]). (A
-/// structure-factor grid whose values are parameters also needs [`grid_covered`].)
+/// Whether the adjoint kernels cover `job`: one shot (the kernels launch one image).
 pub fn kernel_covers(job: &PixelJob) -> bool {
-    // the products' adjoint needs every orientation row of a shot in one batch
-    let one_batch = job.counts[at::PER_SHOT] as usize <= job.switches.orientation_batch;
-    job.shots == 1 && (!products(job) || one_batch)
+    job.shots == 1
 }
 
 /// The adjoint kernels' launch shape for `job` (of `exp`) with `derivatives` derivative images
@@ -40,18 +39,6 @@ fn vjp_shape(job: &PixelJob, exp: &Experiment, derivatives: usize) -> VjpShape {
         width: at::G_GLOBALS + job.orientations.len(),
         derivatives,
     }
-}
-
-/// Whether `job` has the `-oversample_*` products.
-fn products(job: &PixelJob) -> bool {
-    let s = job.switches;
-    s.oversample_thick || s.oversample_polar || s.oversample_omega
-}
-
-/// Whether the scatter kernel gives the structure-factor grid's gradient for `job`: not with
-/// the `-oversample_*` products ([`super::scatter`]).
-pub fn grid_covered(job: &PixelJob) -> bool {
-    !products(job)
 }
 
 /// The grid's gradient from the scatter kernel's words `[2·nodes]` (low, high per node, as
@@ -74,12 +61,14 @@ pub fn fixed_point_exponent(bound: f64) -> i32 {
     (61 - bound.log2().ceil() as i32).clamp(-120, 120)
 }
 
-/// The structure-factor grid's Σ_p w_p·∂I_p/∂F_node for `job` by the scatter kernel, at the
-/// unit the bound Σ|parts| in the vector–Jacobian `sums` sets; NaN where the bound is not
-/// finite, 0 where it is 0. `None` where `B` has no kernel.
+/// The structure-factor grid's Σ_p w_p·∂I_p/∂F_node for `job` (`inputs`: its arrays on
+/// `device`) by the scatter kernel, at the unit the bound Σ|parts| in the vector–Jacobian
+/// `sums` sets; NaN where the bound is not finite, 0 where it is 0. `None` where `B` has no
+/// kernel.
 fn grid_gradient<B: PixelKernel>(
     job: &PixelJob,
     exp: &Experiment,
+    inputs: KernelInputs<B>,
     sums: &[f32],
     weights: Tensor<B, 2>,
     device: &B::Device,
@@ -90,10 +79,13 @@ fn grid_gradient<B: PixelKernel>(
         return Ok(Some(vec![if bound == 0.0 { 0.0 } else { f64::NAN }; nodes]));
     }
     let exponent = fixed_point_exponent(bound);
-    let mut job = job.clone();
-    job.params[at::GRID_SCALE] = 2f32.powi(exponent);
-    let shape = vjp_shape(&job, exp, 0);
-    let inputs = upload::<B>(&job, device);
+    let mut params = job.params.clone();
+    params[at::GRID_SCALE] = 2f32.powi(exponent);
+    let shape = vjp_shape(job, exp, 0);
+    let inputs = KernelInputs {
+        params: upload_floats::<B>(&params, device),
+        ..inputs
+    };
     let Some(words) = B::pixel_grid_vjp(inputs, weights.into_primitive().tensor(), shape, nodes) else {
         return Ok(None);
     };
@@ -101,17 +93,17 @@ fn grid_gradient<B: PixelKernel>(
     Ok(Some(fixed_point_values(&words, exponent)))
 }
 
-/// Σ_p w_p·∂I_p/∂z by the kernel for `job` (of `exp`), `weights` = ∂L/∂I `[spixels,
-/// fpixels]` (f32) on `device`: `[G_GLOBALS + 12·C]` in the [`super::layout`] `G_*` slots,
-/// then the 12 numbers of each orientation row; `None` where `B` has no kernel.
+/// Σ_p w_p·∂I_p/∂z by the kernel for `job` (of `exp`; `inputs`: its arrays on the device),
+/// `weights` = ∂L/∂I `[spixels, fpixels]` (f32): `[G_GLOBALS + 12·C]` in the
+/// [`super::layout`] `G_*` slots, then the 12 numbers of each orientation row; `None` where
+/// `B` has no kernel.
 pub fn kernel_sums<B: PixelKernel>(
     job: &PixelJob,
     exp: &Experiment,
+    inputs: KernelInputs<B>,
     weights: Tensor<B, 2>,
-    device: &B::Device,
 ) -> Result<Option<Vec<f32>>> {
     let shape = vjp_shape(job, exp, 0);
-    let inputs = upload::<B>(job, device);
     let Some(sums) = B::pixel_vjp(inputs, weights.into_primitive().tensor(), shape) else {
         return Ok(None);
     };
@@ -256,8 +248,7 @@ pub(crate) struct KernelScene {
 
 impl KernelScene {
     /// The scene `graph` of `exp` built from `params` (`host`: [`Scene::new`] of `exp`);
-    /// `None` where the kernels do not cover it ([`kernel_covers`], and [`grid_covered`] where
-    /// its structure-factor grid's values are parameters).
+    /// `None` where the kernels do not cover it ([`kernel_covers`]).
     pub(crate) fn new(
         exp: &Experiment,
         host: &Scene,
@@ -268,7 +259,7 @@ impl KernelScene {
         let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
         let job = PixelJob::of_scene_tensors(exp, host, &base)?;
         let grid = params.structure_factors.is_some() && (job.switches.nearest || job.switches.tricubic);
-        let covered = kernel_covers(&job) && (!grid || grid_covered(&job));
+        let covered = kernel_covers(&job);
         Ok(covered.then_some(Self {
             z,
             base,
@@ -292,11 +283,12 @@ impl KernelScene {
         if self.job.switches.tricubic && !self.fall_back_known {
             launch_with_fall_back::<B>(&mut self.job, exp, device)?;
         }
-        let Some(sums) = kernel_sums::<B>(&self.job, exp, w.clone(), device)? else {
+        let inputs = upload::<B>(&self.job, device);
+        let Some(sums) = kernel_sums::<B>(&self.job, exp, inputs.clone(), w.clone())? else {
             return Ok(None);
         };
         let grid = match self.grid {
-            true => grid_gradient::<B>(&self.job, exp, &sums, w, device)?,
+            true => grid_gradient::<B>(&self.job, exp, inputs, &sums, w, device)?,
             false => None,
         };
         let cpu = NdArrayDevice::Cpu;

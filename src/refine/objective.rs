@@ -105,8 +105,8 @@ where
     B::InnerBackend: PixelKernel,
 {
     /// The loss at `x` and its gradient for every parameter tensor, in one pass: on a GPU
-    /// (`options.pixel_kernel`) by the render and vector–Jacobian kernels where they cover the
-    /// configuration ([`crate::kernel::vjp::weighted_vjp`]); else chunk by
+    /// (`options.pixel_kernel` and `options.adjoint_kernel`) by the render and vector–Jacobian
+    /// kernels where they cover the configuration ([`crate::kernel::vjp::weighted_vjp`]); else chunk by
     /// chunk (worker threads as for rendering), the chunk's intensities are read back, the
     /// loss terms and their derivatives ∂L/∂I computed on the host, and Σ (∂L/∂I)·I
     /// differentiated in the same graph (the loss is a sum over pixels, so the chunk's weights
@@ -125,7 +125,7 @@ where
         let params = self.params(x)?.map_tensors(|t| t.detach().require_grad());
         let (loss, observed, mask) = (self.loss, self.observed, self.mask);
         let weigh = |pixels: &[u32], values: &[f64]| loss.chunk_terms(pixels, values, observed, mask);
-        let by_kernel = match self.options.pixel_kernel {
+        let by_kernel = match self.options.pixel_kernel && self.options.adjoint_kernel {
             true => crate::kernel::vjp::weighted_vjp::<B::InnerBackend>(cfg, exp, &params.values()?, &weigh, device)?,
             false => None,
         };

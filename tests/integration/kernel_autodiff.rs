@@ -1,6 +1,6 @@
 //! `Simulator::forward` on wgpu renders with the one kernel from the scene evaluated on the host
-//! (`src/kernel/autodiff.rs`), and its backward pass is the vector–Jacobian kernel (the tensor
-//! stages' product on the host where the kernel does not cover the image):
+//! (`src/kernel/autodiff.rs`), and its backward pass is the vector–Jacobian kernel (or the
+//! tensor stages' product on the host, with `RenderOptions::adjoint_kernel` off):
 //!
 //! * at parameters moved away from the configuration's values, the kernel's image equals the
 //!   tensor stages' on the same backend (every scene variable reaches the kernel);
@@ -277,18 +277,24 @@ const STEP_LAUNCHES: usize = 12;
 const CHILD_HEAVY: &str = "NANOBRAGG_TEST_KERNEL_AUTODIFF_HEAVY";
 
 /// In a child process: one gradient step of a simulator on `Autodiff<Wgpu>` (forward, Σ w·I,
-/// backward, every parameter's gradient read back), light or heavy (mosaic domains, φ steps,
-/// oversampling).
+/// backward, every parameter's gradient read back), light, heavy (mosaic domains, φ steps,
+/// oversampling) or the tricubic grid that falls back part-way.
 fn gradient_step_in_child() {
     let pixels = std::env::var(CHILD_PIXELS).unwrap();
-    let heavy = match std::env::var(CHILD_HEAVY).is_ok_and(|v| v == "1") {
-        true => "-mosaic 0.5 -mosaic_dom 10 -phisteps 5 -osc 0.5 -oversample 2",
-        false => "-oversample 1",
+    let dir = tempfile::tempdir().unwrap();
+    let flags = match std::env::var(CHILD_HEAVY).unwrap_or_default().as_str() {
+        "tricubic" => configurations(&common::small_hkl_grid(dir.path()))[0].1.clone(),
+        heavy => {
+            let sampling = match heavy {
+                "1" => "-mosaic 0.5 -mosaic_dom 10 -phisteps 5 -osc 0.5 -oversample 2",
+                _ => "-oversample 1",
+            };
+            format!(
+                "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.3 -N 6 -distance 90 \
+                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -detpixels {pixels} {sampling}"
+            )
+        }
     };
-    let flags = format!(
-        "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.3 -N 6 -distance 90 \
-         -pixel 0.15 -detector_rotx 1 -twotheta 2 -detpixels {pixels} {heavy}"
-    );
     let (sim, _) = kernel_and_stages(&flags);
     let grads = weighted_sum(sim.forward()).backward();
     let reached = sim
@@ -303,7 +309,9 @@ fn gradient_step_in_child() {
 
 /// A gradient step launches a handful of kernels in steady state, whatever the image's size,
 /// mosaic domains and φ steps: the scene is evaluated on the host, the image's
-/// vector–Jacobian product by its kernel.
+/// vector–Jacobian product by its kernel. With a tricubic grid that falls back part-way, the
+/// backward step takes C's fall-back pixel from the forward pass's render (no second render),
+/// and the grid's scatter adds one launch.
 #[test]
 fn simulator_gradient_step_launches_a_handful_of_kernels() {
     let in_child = std::env::var(CHILD_PIXELS).is_ok();
@@ -312,7 +320,7 @@ fn simulator_gradient_step_launches_a_handful_of_kernels() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut launches = Vec::new();
-    for (pixels, heavy) in [("32", "0"), ("256", "0"), ("32", "1")] {
+    for (pixels, heavy) in [("32", "0"), ("256", "0"), ("32", "1"), ("24", "tricubic")] {
         let log = dir.path().join(format!("{pixels}_{heavy}.log"));
         let child = [(CHILD_PIXELS, pixels.as_ref()), (CHILD_HEAVY, heavy.as_ref())];
         let test = "simulator_gradient_step_launches_a_handful_of_kernels";
@@ -326,21 +334,32 @@ fn simulator_gradient_step_launches_a_handful_of_kernels() {
             text.contains("pixel_vjp") && text.contains("sum_partials"),
             "{pixels}² (heavy {heavy}): the gradient step did not launch the vector–Jacobian kernel"
         );
+        if heavy == "tricubic" {
+            // the forward pass renders twice (C's fall-back: the pixels from the switch on
+            // again); the backward step takes the switch from it and renders nothing
+            let renders = text
+                .lines()
+                .filter(|l| l.starts_with("| ") && l.contains("| RenderPixels |"))
+                .count();
+            assert_eq!(renders, 2, "the tricubic gradient step rendered {renders} times");
+            assert!(text.contains("PixelGridVjp"), "the grid's scatter did not run");
+        }
     }
     println!(
-        "gradient-step launches: light 32² {}, light 256² {}, heavy 32² {}",
-        launches[0], launches[1], launches[2]
+        "gradient-step launches: light 32² {}, light 256² {}, heavy 32² {}, tricubic falling back {}",
+        launches[0], launches[1], launches[2], launches[3]
     );
+    // the tricubic step adds the fall-back's second render and statistics, and the scatter
+    let most = [STEP_LAUNCHES, STEP_LAUNCHES, STEP_LAUNCHES, STEP_LAUNCHES + 3];
     assert!(
-        launches.iter().all(|&n| n <= STEP_LAUNCHES),
-        "a gradient step launches {launches:?} kernels (at most {STEP_LAUNCHES})"
+        launches.iter().zip(most).all(|(&n, most)| n <= most),
+        "a gradient step launches {launches:?} kernels (at most {most:?})"
     );
 }
 
 /// A gradient step at 512² on several workers returns, with the CPU's gradients. Its
-/// configuration (the `-oversample_omega` product over 5 mosaic domains) lies outside the
-/// adjoint kernels, so its backward pass
-/// runs the tensor stages on the host on worker threads (the process's count:
+/// simulator takes its gradients by the tensor stages (`RenderOptions::adjoint_kernel` off),
+/// so its backward pass runs them on the host on worker threads (the process's count:
 /// `OMP_NUM_THREADS`, else the cores; 2 in CI), each differentiating a graph of its own while
 /// the outer backward pass is still running: with the outer pass holding its graph's lock
 /// through its steps (burn-autodiff 0.21.0), a worker could wait on that lock forever; the
@@ -353,14 +372,18 @@ fn simulator_gradient_step_at_512_on_several_workers_returns_the_cpu_gradients()
     }
     const LIMIT: std::time::Duration = std::time::Duration::from_secs(1200);
     let flags = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.3 -N 6 -distance 90 \
-                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -oversample 1 -oversample_omega -mosaic 0.3 -mosaic_dom 5 \
-                 -detpixels 512";
+                 -pixel 0.15 -detector_rotx 1 -twotheta 2 -oversample 1 -mosaic 0.3 -mosaic_dom 5 -detpixels 512";
     let args: Vec<&str> = flags.split_whitespace().collect();
     let (done, finished) = std::sync::mpsc::channel();
     let args_wgpu: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     std::thread::spawn(move || {
         let args: Vec<&str> = args_wgpu.iter().map(String::as_str).collect();
         let sim = Simulator::<Ad>::from_args(&args, &WgpuDevice::default()).unwrap();
+        let options = RenderOptions {
+            adjoint_kernel: false,
+            ..sim.setup().options.clone()
+        };
+        let sim = sim.with_options(options);
         let grads = weighted_sum(sim.forward()).backward();
         let values = sim.params.values().unwrap();
         let by_name: Vec<(&str, Option<Vec<f64>>)> = sim
