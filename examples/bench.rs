@@ -104,15 +104,10 @@ fn simulator_sum<B: PixelKernel>(job: &Job, kernel: bool, device: &B::Device) ->
     let sim = sim.with_options(options);
     let total = sim.forward().sum();
     let grads = total.backward();
-    sim.params
-        .distance
-        .grad(&grads)
-        .ok_or("no gradient reached the distance")?;
     // every gradient read back, as a refinement step would
-    for (_, t) in sim.params.tensors() {
-        if let Some(g) = t.and_then(|t| t.grad(&grads)) {
-            g.into_data();
-        }
+    let gradients = sim.params.gradients(&grads).map_err(|e| e.to_string())?;
+    if !gradients.iter().any(|(name, _)| *name == "distance") {
+        return Err("no gradient reached the distance".into());
     }
     Ok(total.into_scalar().elem::<f64>())
 }

@@ -13,10 +13,11 @@ use crate::diff::detector::{detector_in_frame, DetectorTensors};
 use crate::diff::{crystal::lattice, mosaic, orientation};
 use crate::physics::lattice::LatticeTensors;
 use crate::physics::structure_factor::HklTensor;
-use crate::scene::{tensor2, SceneTensors};
+use crate::scene::{tensor2, to_host_all, SceneTensors};
 use crate::setup::{Experiment, WATER_BACKGROUND};
 use burn::module::{Module, Param};
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Tensor, TensorData};
 
 /// The continuous parameters, a burn [`Module`]: each is a [`Param`] holding a `[n]` tensor,
 /// trainable (`require_grad`) as burn makes every parameter, so burn's optimizers,
@@ -284,11 +285,12 @@ impl<B: Backend> Params<B> {
     /// Every present parameter's values on the host, in [`PARAMETERS`] order (SI units and
     /// radians, the cell in Å).
     pub fn values(&self) -> crate::error::Result<Vec<(&'static str, Vec<f64>)>> {
-        self.tensors()
+        let (names, tensors): (Vec<_>, Vec<_>) = self
+            .tensors()
             .into_iter()
             .filter_map(|(n, t)| t.map(|t| (n, t)))
-            .map(|(n, t)| Ok((n, crate::scene::to_host(t)?)))
-            .collect()
+            .unzip();
+        Ok(names.into_iter().zip(to_host_all(tensors)?).collect())
     }
 
     /// The differentiable scene: everything the stages consume, as functions of the parameters.
@@ -396,6 +398,33 @@ impl<B: Backend> Params<B> {
         let k = tensor2(unit, [1, s], device) + tensor2(spread, [1, s], device) * self.dispersion.val().reshape([1, 1]);
         let lambda = self.lambda0.val().reshape([1, 1]) * k + tensor2(fixed, [1, s], device);
         lambda.recip()
+    }
+}
+
+impl<B: AutodiffBackend> Params<B> {
+    /// The gradient in `grads` of every present parameter that has one, in [`PARAMETERS`]
+    /// order and the units of [`Params::values`] (per metre, per radian, per Å…), read back in
+    /// one wait for the device: a refinement step's readback.
+    ///
+    /// ```
+    /// # use burn::backend::{Autodiff, NdArray};
+    /// # use nanobragg::Simulator;
+    /// let sim = Simulator::<Autodiff<NdArray<f64>>>::from_args(
+    ///     &["-default_F", "100", "-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-detpixels", "16"],
+    ///     &Default::default(),
+    /// )?;
+    /// let grads = sim.forward().sum().backward();
+    /// let gradients = sim.params.gradients(&grads)?;
+    /// assert!(gradients.iter().any(|(name, _)| *name == "distance"));
+    /// # Ok::<(), nanobragg::Error>(())
+    /// ```
+    pub fn gradients(&self, grads: &B::Gradients) -> crate::error::Result<Vec<(&'static str, Vec<f64>)>> {
+        let (names, tensors): (Vec<_>, Vec<_>) = self
+            .tensors()
+            .into_iter()
+            .filter_map(|(n, t)| t.and_then(|t| t.grad(grads)).map(|g| (n, g)))
+            .unzip();
+        Ok(names.into_iter().zip(to_host_all(tensors)?).collect())
     }
 }
 

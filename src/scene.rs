@@ -169,17 +169,35 @@ pub fn tensor2<B: Backend>(data: Vec<f64>, shape: [usize; 2], device: &B::Device
 
 /// A tensor's values on the host, as f64.
 pub fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> crate::error::Result<Vec<f64>> {
-    let data = t.into_data();
-    // f64 data is read as it is; other dtypes are converted element by element
+    data_to_f64(t.into_data())
+}
+
+/// [`to_host`] of several tensors in one readback (a burn `Transaction`: one wait for the
+/// device instead of one a tensor), in their order.
+pub fn to_host_all<B: Backend, const D: usize>(tensors: Vec<Tensor<B, D>>) -> crate::error::Result<Vec<Vec<f64>>> {
+    let read = tensors
+        .into_iter()
+        .fold(burn::tensor::Transaction::default(), |tr, t| tr.register(t))
+        .try_execute()
+        .map_err(|e| readback_error(format!("{e:?}")))?;
+    read.into_iter().map(data_to_f64).collect()
+}
+
+/// Tensor data as f64: f64 data as it is, other dtypes converted element by element.
+fn data_to_f64(data: TensorData) -> crate::error::Result<Vec<f64>> {
     let data = if data.dtype == burn::tensor::DType::F64 {
         data
     } else {
         data.convert::<f64>()
     };
-    data.to_vec::<f64>().map_err(|e| crate::error::Error::Engine {
+    data.to_vec::<f64>().map_err(|e| readback_error(format!("{e:?}")))
+}
+
+fn readback_error(message: String) -> crate::error::Error {
+    crate::error::Error::Engine {
         engine: "tensor readback".into(),
-        message: format!("{e:?}"),
-    })
+        message,
+    }
 }
 
 /// [`to_host`] of a tensor whose buffer is also held elsewhere (by an autodiff graph, say):

@@ -16,7 +16,9 @@
 //! After each batch, and for the rest at the end, the 64 threads of a workgroup write theirs
 //! to shared memory and one thread per column sums it, in thread order, into the workgroup's
 //! row of `partials`; [`sum_partials`] then sums the rows, in row order. No float atomics:
-//! the same inputs give the same bits.
+//! the same inputs give the same bits. Where a shot's rows fit one batch and the products are
+//! off (`Switches::image_rows`), each thread first takes several image rows into the same
+//! accumulators ([`image_rows_vjp`]): one workgroup sum for that many pixels a thread.
 //!
 //! Covered: the four spot shapes, default_F, nearest-neighbour and tricubic structure factors
 //! (C's fall-back included; the grid values' own gradient is the scatter kernel's,
@@ -37,8 +39,8 @@ use super::job::Switches;
 use super::layout::*;
 use super::pixel as forward;
 use super::pixel::{
-    block_node, cross, dot, fractional, is_rendered, lab_position, lagrange_weight, load3, miller_index, nearest,
-    nearest_node, sample_position, scaled, stol, sum3, tricubic_block, tricubic_out_of_range, Vec3,
+    block_node, counted, cross, dot, fractional, is_rendered, lab_position, lagrange_weight, load3, miller_index,
+    nearest, nearest_node, sample_position, scaled, stol, sum3, tricubic_block, tricubic_out_of_range, Vec3,
 };
 use super::trig::{sin_cos_pi, sin_pi, PI_F32};
 use cubecl::prelude::*;
@@ -510,6 +512,12 @@ pub(super) fn ray(
     }
 }
 
+/// The ray of C's flat sample index `q` = (layer·os + sub-pixel row)·os + sub-pixel column.
+#[cube]
+pub(super) fn sample_ray(params: &Array<f32>, slow: i32, fast: i32, os: i32, q: i32, #[comptime] curved: bool) -> Ray {
+    ray(params, slow, fast, os, q / (os * os), (q / os) % os, q % os, curved)
+}
+
 /// A change ∂L/∂d of a sample's direction, pushed back to the detector.
 #[cube]
 fn push_direction(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, g_d: Vec3, #[comptime] curved: bool) {
@@ -773,14 +781,14 @@ fn batch_terms(
     #[comptime] rows: bool,
     #[comptime] sw: Switches,
 ) -> f32 {
-    let flags = comptime!(products(sw));
+    let flags = comptime!(sw.products());
     let os = counts[OVERSAMPLE];
     let per_shot = counts[PER_SHOT] as usize;
     let per_source = per_shot / counts[SOURCES] as usize;
     let mut sum = running;
     for q in first_sample..end_sample {
         let t = q / (os * os);
-        let at = ray(params, slow, fast, os, t, (q / os) % os, q % os, sw.curved);
+        let at = sample_ray(params, slow, fast, os, q, sw.curved);
         let sample = q * per_shot as i32;
         // ∂L/∂d over the sample's terms (a Vec3 cannot be reassigned in a kernel)
         let mut gx = 0.0;
@@ -832,11 +840,6 @@ fn batch_terms(
         push_direction(params, acc, at, Vec3 { x: gx, y: gy, z: gz }, sw.curved);
     }
     sum
-}
-
-/// Whether `sw` has the `-oversample_*` products (a factor per term).
-pub fn products(sw: Switches) -> bool {
-    sw.oversample_thick || sw.oversample_polar || sw.oversample_omega
 }
 
 /// The factors one term of the `-oversample_*` products multiplies the running sum by: ω,
@@ -912,18 +915,6 @@ fn scale_all(acc: &mut Array<f32>, orient: &mut Array<f32>, f: f32, #[comptime] 
             orient[j] *= f;
         }
     }
-}
-
-/// Whether C counts a term of lattice factor `lattice`: it skips zero lattice factors without
-/// water, which matters where the `-oversample_*` products or tricubic interpolation make a
-/// skipped term differ from a zero one (elsewhere every term counts).
-#[cube]
-pub(super) fn counted(lattice: f32, #[comptime] sw: Switches) -> bool {
-    let mut valid = true;
-    if comptime!(!sw.water && (products(sw) || sw.tricubic)) {
-        valid = lattice != 0.0;
-    }
-    valid
 }
 
 /// One term's value F²·L², the cotangent of its direction d, and whether C counts it (it
@@ -1397,8 +1388,136 @@ fn pixel_adjoint(
     }
 }
 
-/// One invocation per image pixel (x = fast, y = slow, one shot), 64 per workgroup along
-/// fast: the workgroup's Σ_p w_p·∂I_p/∂z into its row of `partials` `[workgroups,
+/// The adjoint of one pixel of weight `weight` ≠ 0, added into `acc` and the one batch's
+/// `orient`: a shot's orientation rows fit one batch and the `-oversample_*` products are off,
+/// so the accumulators are plain sums over the pixels.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn single_batch_pixel(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    scales: &Array<f32>,
+    hkl: &Array<f32>,
+    pixel: usize,
+    slow: i32,
+    fast: i32,
+    weight: f32,
+    acc: &mut Array<f32>,
+    orient: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) {
+    let scale = scales[0];
+    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
+    let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
+    let nearest_from = first_nearest_term(params, counts, sources, orientations, pixel as i32, slow, fast, sw);
+    acc[G_I_BG] += g_term;
+    let samples = counts[LAYERS] * counts[OVERSAMPLE] * counts[OVERSAMPLE];
+    let total = batch_terms(
+        params,
+        counts,
+        sources,
+        orientations,
+        hkl,
+        0,
+        samples,
+        0,
+        1,
+        slow,
+        fast,
+        g_term,
+        params[I_BG],
+        nearest_from,
+        acc,
+        orient,
+        true,
+        sw,
+    );
+    factor_adjoints(
+        params, counts, sources, slow, fast, factors, total, weight, scale, acc, sw,
+    );
+}
+
+/// [`pixel_vjp`] where each invocation takes `sw.image_rows` image rows (x = fast, y = a block
+/// of rows; `Switches::image_rows`): every pixel of the thread adds into the same
+/// accumulators, and one workgroup sum serves them all.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn image_rows_vjp(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    scales: &Array<f32>,
+    hkl: &Array<f32>,
+    mask: &Array<f32>,
+    weights: &Array<f32>,
+    partials: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) {
+    let fpixels = counts[FPIXELS] as usize;
+    let spixels = counts[SPIXELS] as usize;
+    let fast_at = ABSOLUTE_POS_X as usize;
+    let per_shot = counts[PER_SHOT] as usize;
+    let width = G_GLOBALS + per_shot * ORIENTATION_WIDTH;
+    let batch_columns = comptime!(sw.orientation_batch * ORIENTATION_WIDTH);
+    let mut shared = SharedMemory::<f32>::new(comptime!(shared_len(false, batch_columns)));
+    let mut acc = Array::<f32>::new(G_GLOBALS);
+    zero(&mut acc, G_GLOBALS);
+    let mut orient = Array::<f32>::new(batch_columns);
+    zero(&mut orient, batch_columns);
+    for r in 0..sw.image_rows {
+        let slow_at = ABSOLUTE_POS_Y as usize * sw.image_rows + r;
+        let pixel = slow_at * fpixels + fast_at;
+        let slow = slow_at as i32;
+        let fast = fast_at as i32;
+        if fast_at < fpixels && slow_at < spixels && is_rendered(counts, mask, slow, fast, sw.masked) {
+            let weight = weights[pixel];
+            if weight != 0.0 {
+                single_batch_pixel(
+                    params,
+                    counts,
+                    sources,
+                    orientations,
+                    scales,
+                    hkl,
+                    pixel,
+                    slow,
+                    fast,
+                    weight,
+                    &mut acc,
+                    &mut orient,
+                    sw,
+                );
+            }
+        }
+    }
+    let outlet = Outlet {
+        n: 0,
+        width,
+        per_shot,
+        pixel: 0,
+        pixels: 0,
+        row: (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize * width,
+        unit: UNIT_POS_X as usize,
+    };
+    emit_rows(&orient, 0, false, weights, partials, &mut shared, outlet, false, sw);
+    reduce_columns(
+        &acc,
+        G_GLOBALS,
+        &mut shared,
+        partials,
+        outlet.row,
+        G_GLOBALS,
+        outlet.unit,
+        false,
+    );
+}
+
+/// One invocation per `sw.image_rows` image pixels (x = fast, y = the block of slow rows, one
+/// shot), 64 per workgroup along fast: the workgroup's Σ_p w_p·∂I_p/∂z into its row of
+/// `partials` `[workgroups,
 /// G_GLOBALS + 12·orientations]` (the layout's `G_*` slots, then a/λ, b/λ, c/λ and the
 /// offsets of each orientation row). `weights` `[spixels·fpixels]` is ∂L/∂I; pixels outside
 /// the ROI, masked or of weight 0 add nothing. The other inputs are the render's
@@ -1417,19 +1536,34 @@ pub fn pixel_vjp(
     partials: &mut Array<f32>,
     #[comptime] sw: Switches,
 ) {
-    pixel_adjoint(
-        params,
-        counts,
-        sources,
-        orientations,
-        scales,
-        hkl,
-        mask,
-        weights,
-        partials,
-        false,
-        sw,
-    );
+    if comptime!(sw.image_rows > 1) {
+        image_rows_vjp(
+            params,
+            counts,
+            sources,
+            orientations,
+            scales,
+            hkl,
+            mask,
+            weights,
+            partials,
+            sw,
+        );
+    } else {
+        pixel_adjoint(
+            params,
+            counts,
+            sources,
+            orientations,
+            scales,
+            hkl,
+            mask,
+            weights,
+            partials,
+            false,
+            sw,
+        );
+    }
 }
 
 /// One invocation per image pixel (x = fast, y = slow, one shot): the derivative images

@@ -132,7 +132,8 @@ fn launch_vjp<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], weights: CubeTensor<R>
         "the vector–Jacobian kernel reads f32 weights"
     );
     let client = params.client.clone();
-    let groups = shape.fpixels.div_ceil(WORKGROUP) * shape.spixels;
+    let rows = shape.spixels.div_ceil(shape.switches.image_rows);
+    let groups = shape.fpixels.div_ceil(WORKGROUP) * rows;
     let partials = empty(&params, vec![groups, shape.width], DType::F32);
     let sums = empty(&params, vec![shape.width], DType::F32);
     let dim = CubeDim::new_1d(WORKGROUP as u32);
@@ -141,7 +142,7 @@ fn launch_vjp<R: CubeRuntime>(inputs: [CubeTensor<R>; 7], weights: CubeTensor<R>
     unsafe {
         pixel_vjp::launch_unchecked::<R>(
             &client,
-            CubeCount::Static(shape.fpixels.div_ceil(WORKGROUP) as u32, shape.spixels as u32, 1),
+            CubeCount::Static(shape.fpixels.div_ceil(WORKGROUP) as u32, rows as u32, 1),
             dim,
             params.into_array_arg(),
             counts.into_array_arg(),

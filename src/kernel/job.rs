@@ -38,8 +38,7 @@ impl PixelJob {
         let blocks_per_shot = roi.len().div_ceil(STAT_BLOCK).max(1);
         let mask = exp.rendered_positions();
         let per_shot = scene.orientations / scene.shots;
-        let products = exp.oversample_thick || exp.oversample_polar || exp.oversample_omega;
-        let switches = Switches {
+        let mut switches = Switches {
             square: exp.shape == CrystalShape::Square,
             round: exp.shape == CrystalShape::Round,
             gauss: exp.shape == CrystalShape::Gauss,
@@ -56,8 +55,13 @@ impl PixelJob {
             oversample_omega: exp.oversample_omega,
             masked: mask.is_some(),
             orientation_batch: orientation_batch(per_shot),
-            rows_reversed: products && per_shot > at::ORIENTATION_BATCH,
+            rows_reversed: false,
+            image_rows: 1,
         };
+        switches.rows_reversed = switches.products() && per_shot > at::ORIENTATION_BATCH;
+        if !switches.products() && per_shot <= at::ORIENTATION_BATCH {
+            switches.image_rows = at::VJP_IMAGE_ROWS;
+        }
         let mut counts = vec![0i32; at::COUNTS];
         let d = &exp.detector;
         let int = |v: usize| i32::try_from(v).expect("image sizes fit in i32");
@@ -239,6 +243,18 @@ pub struct Switches {
     /// The `-oversample_*` products over more orientation rows a shot than one batch: the
     /// adjoint kernels take the rows' adjoints in a second sweep, C's order backwards.
     pub rows_reversed: bool,
+    /// Image rows each invocation of the vector–Jacobian kernel takes (one after another, into
+    /// the same accumulators): [`at::VJP_IMAGE_ROWS`] where a shot's orientation rows fit one
+    /// batch and the `-oversample_*` products are off, else 1. More rows a thread, fewer
+    /// workgroup sums a pixel.
+    pub image_rows: usize,
+}
+
+impl Switches {
+    /// Whether the `-oversample_*` products apply: a factor per term instead of per pixel.
+    pub fn products(&self) -> bool {
+        self.oversample_thick || self.oversample_polar || self.oversample_omega
+    }
 }
 
 /// Orientation rows per batch of the adjoint kernels for `per_shot` rows a shot: at most

@@ -107,3 +107,7 @@ pub const G_GLOBALS: usize = 40;
 /// The most orientation rows a thread of the adjoint kernels accumulates between two
 /// workgroup reductions (each reduction costs two barriers; each row 12 registers).
 pub const ORIENTATION_BATCH: usize = 4;
+/// Image rows an invocation of the vector–Jacobian kernel takes where it can (see
+/// `Switches::image_rows`): the workgroup's sums, as costly a pixel as the pixel's own terms
+/// in light configurations, are shared by this many pixels a thread.
+pub const VJP_IMAGE_ROWS: usize = 4;

@@ -359,6 +359,18 @@ pub(super) fn block_node(block: TricubicBlock, i: u32, j: u32, m: u32) -> usize 
     ) as usize
 }
 
+/// Whether C counts a term of lattice factor `lattice`: it skips zero lattice factors without
+/// water, which matters where the `-oversample_*` products or tricubic interpolation make a
+/// skipped term differ from a zero one (elsewhere every term counts).
+#[cube]
+pub(super) fn counted(lattice: f32, #[comptime] sw: Switches) -> bool {
+    let mut valid = true;
+    if comptime!(!sw.water && (sw.products() || sw.tricubic)) {
+        valid = lattice != 0.0;
+    }
+    valid
+}
+
 /// F_cell at (h, k, l): default_F without a grid; the grid by nearest neighbour, or by
 /// tricubic interpolation until `nearest_now` (C's fall-back).
 #[allow(clippy::too_many_arguments)]
@@ -502,7 +514,7 @@ fn pixel_photons(
     fast: i32,
     #[comptime] sw: Switches,
 ) -> f32 {
-    let flags = sw.oversample_thick || sw.oversample_polar || sw.oversample_omega;
+    let flags = comptime!(sw.products());
     let os = counts[OVERSAMPLE];
     let layers = counts[LAYERS];
     let n_sources = counts[SOURCES] as usize;
@@ -576,13 +588,7 @@ fn pixel_photons(
                             let k = miller_index(orientations, o, 1, d);
                             let l = miller_index(orientations, o, 2, d);
                             let f_latt = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
-                            // C skips zero lattice factors (without water); it matters only where
-                            // a skipped term would change the running products or the fall-back
-                            let mut valid = true;
-                            if !sw.water && (flags || sw.tricubic) {
-                                valid = f_latt != 0.0;
-                            }
-                            if valid {
+                            if counted(f_latt, sw) {
                                 if sw.tricubic && !nearest_now && tricubic_out_of_range(counts, h, k, l) {
                                     nearest_now = true;
                                     first_out_of_range[0].fetch_min(pixel as i32);

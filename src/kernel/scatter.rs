@@ -14,11 +14,11 @@
 //! each term's ∂I/∂term, the product of the later counted terms' factors, is one running
 //! product (the order of the integer sums does not matter).
 
-use super::adjoint::{counted, first_nearest_term, kept, lattice_factor, pixel_factors, products, ray, term_factor};
+use super::adjoint::{first_nearest_term, kept, lattice_factor, pixel_factors, sample_ray, term_factor};
 use super::job::Switches;
 use super::layout::*;
 use super::pixel::{
-    block_node, is_rendered, lagrange_weight, miller_index, nearest_node, structure_factor, tricubic_block,
+    block_node, counted, is_rendered, lagrange_weight, miller_index, nearest_node, structure_factor, tricubic_block,
 };
 use cubecl::prelude::*;
 
@@ -115,7 +115,7 @@ pub fn pixel_grid_vjp(
         for i in 0..samples {
             let q = samples - 1 - i;
             let t = q / (os * os);
-            let at = ray(params, slow, fast, os, t, (q / os) % os, q % os, sw.curved);
+            let at = sample_ray(params, slow, fast, os, q, sw.curved);
             let sample = q * per_shot as i32;
             for j in 0..per_shot {
                 let o = per_shot - 1 - j;
@@ -130,7 +130,7 @@ pub fn pixel_grid_vjp(
                     let nearest_now = sample + o as i32 >= nearest_from;
                     let f = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
                     let mut factor = 1.0;
-                    if comptime!(products(sw)) {
+                    if comptime!(sw.products()) {
                         let by = term_factor(params, sources, row, at, t as f32, sw);
                         factor = by.omega * by.capture * by.polar;
                     }

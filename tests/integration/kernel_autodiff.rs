@@ -168,11 +168,18 @@ fn simulator_gradients_through_the_kernel_equal_the_cpu_tensor_stages() {
         let grads = weighted_sum(sim.forward_with(&params)).backward();
         let (cpu, at) = on_cpu(&flags, &params.values().unwrap());
         let cpu_grads = weighted_sum_cpu(cpu.forward_with(&at)).backward();
+        // the one-readback read of every gradient: the per-tensor reads below, in order
+        let mut read = params.gradients(&grads).unwrap().into_iter();
         let mut reached = 0;
         for ((param, k), (_, c)) in params.tensors().into_iter().zip(at.tensors()) {
             let (Some(k), Some(c)) = (k, c) else { continue };
             match (k.grad(&grads).map(host), c.grad(&cpu_grads).map(host)) {
                 (Some(k), Some(c)) => {
+                    assert_eq!(
+                        read.next(),
+                        Some((param, k.clone())),
+                        "{name}: Params::gradients of {param}"
+                    );
                     reached += c.iter().any(|&g| g != 0.0) as usize;
                     common::assert_gradients_agree(&format!("{name}: ∂L/∂{param}"), &k, &c);
                 }
@@ -180,6 +187,11 @@ fn simulator_gradients_through_the_kernel_equal_the_cpu_tensor_stages() {
                 (k, c) => panic!("{name}: ∂L/∂{param} reached one path only: kernel {k:?}, cpu {c:?}"),
             }
         }
+        assert_eq!(
+            read.next(),
+            None,
+            "{name}: Params::gradients read a gradient the tensors lack"
+        );
         assert!(reached >= 10, "{name}: only {reached} parameters have a gradient");
     }
 }
@@ -297,13 +309,9 @@ fn gradient_step_in_child() {
     };
     let (sim, _) = kernel_and_stages(&flags);
     let grads = weighted_sum(sim.forward()).backward();
-    let reached = sim
-        .params
-        .tensors()
-        .into_iter()
-        .filter_map(|(_, t)| t.and_then(|t| t.grad(&grads)))
-        .filter(|g| host(g.clone()).iter().any(|&v| v != 0.0))
-        .count();
+    // every gradient read back in one wait, as a refinement step would
+    let gradients = sim.params.gradients(&grads).unwrap();
+    let reached = gradients.iter().filter(|(_, g)| g.iter().any(|&v| v != 0.0)).count();
     assert!(reached >= 10, "only {reached} parameters have a gradient");
 }
 

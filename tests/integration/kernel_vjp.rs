@@ -63,7 +63,10 @@ const CONFIGURATIONS: &[(&str, &str)] = &[
         "xds, sample pivot",
         "-xds -ORGX 10 -ORGY 13 -detector_rotx 3 -oversample 1",
     ),
-    ("dials, roi", "-dials -Xbeam 5 -Ybeam 4 -roi 3 20 2 21 -oversample 1"),
+    (
+        "dials, roi, 22 rows (not a whole number of the kernel's row blocks)",
+        "-dials -Xbeam 5 -Ybeam 4 -detpixels_s 22 -roi 3 20 2 21 -oversample 1",
+    ),
     (
         "spindle, φ, flux",
         "-spindle_axis 0 1 0 -phi 30 -osc 2 -phisteps 3 -flux 1e12 -exposure 2 -beamsize 0.05 -oversample 1",
