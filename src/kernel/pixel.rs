@@ -150,6 +150,26 @@ pub(super) fn kahn_factor(sources: &Array<f32>, row: usize, d: Vec3, kahn: f32) 
     0.5 * (1.0 + cos2t * cos2t - kahn * cos_two_psi * sin2)
 }
 
+/// `local[0..len]` = `values[0..len]`: a thread's own copy of a small input array, so the
+/// loops read registers, not the storage buffer (which SIMD drivers such as llvmpipe load
+/// lane by lane, with a bounds check each).
+#[cube]
+pub(super) fn copy_f32(values: &Array<f32>, local: &mut Array<f32>, #[comptime] len: usize) {
+    #[unroll]
+    for j in 0..len {
+        local[j] = values[j];
+    }
+}
+
+/// [`copy_f32`] for `i32` arrays.
+#[cube]
+pub(super) fn copy_i32(values: &Array<i32>, local: &mut Array<i32>, #[comptime] len: usize) {
+    #[unroll]
+    for j in 0..len {
+        local[j] = values[j];
+    }
+}
+
 /// The fractional Miller index along axis `v` of orientation row `row`: d·(a/λ) − a·i/λ.
 #[cube]
 pub(super) fn miller_index(orientations: &Array<f32>, row: usize, v: usize, d: Vec3) -> f32 {
@@ -386,9 +406,13 @@ pub(super) fn structure_factor(
     #[comptime] sw: Switches,
 ) -> f32 {
     let mut f = params[DEFAULT_F];
-    if sw.tricubic && !nearest_now {
-        f = tricubic(counts, hkl, h, k, l);
-    } else if sw.nearest || sw.tricubic {
+    if comptime!(sw.tricubic) {
+        if nearest_now {
+            f = nearest(params, counts, hkl, h, k, l);
+        } else {
+            f = tricubic(counts, hkl, h, k, l);
+        }
+    } else if comptime!(sw.nearest) {
         f = nearest(params, counts, hkl, h, k, l);
     }
     f
@@ -459,10 +483,15 @@ pub fn render_pixels(
     first_out_of_range: &mut Array<Atomic<i32>>,
     #[comptime] sw: Switches,
 ) {
+    // a thread's own copies ([`copy_f32`])
+    let mut p = Array::<f32>::new(PARAMS);
+    copy_f32(params, &mut p, PARAMS);
+    let mut c = Array::<i32>::new(COUNTS);
+    copy_i32(counts, &mut c, COUNTS);
     // x along fast, y along slow, z the shot: no integer division per invocation (it is a
     // scalar loop on SIMD drivers such as llvmpipe)
-    let fpixels = counts[FPIXELS] as usize;
-    let pixels = fpixels * counts[SPIXELS] as usize;
+    let fpixels = c[FPIXELS] as usize;
+    let pixels = fpixels * c[SPIXELS] as usize;
     let fast_at = ABSOLUTE_POS_X as usize;
     let slow_at = ABSOLUTE_POS_Y as usize;
     let shot = ABSOLUTE_POS_Z as usize;
@@ -473,7 +502,7 @@ pub fn render_pixels(
     }
     let slow = slow_at as i32;
     let fast = fast_at as i32;
-    if !is_rendered(counts, mask, slow, fast, sw.masked) {
+    if !is_rendered(&c, mask, slow, fast, sw.masked) {
         image[at] = 0.0;
         if shot == 0 {
             omega[pixel] = 0.0;
@@ -481,8 +510,8 @@ pub fn render_pixels(
         terminate!();
     }
     let value = pixel_photons(
-        params,
-        counts,
+        &p,
+        &c,
         sources,
         orientations,
         hkl,
@@ -498,7 +527,9 @@ pub fn render_pixels(
 }
 
 /// The loop of one rendered pixel: photons before the r_e²·fluence/steps scale, and Σω.
-#[allow(clippy::too_many_arguments)]
+// a compile-time switch stays its own `if`: joined with a runtime condition by `&&`, the
+// kernel would carry the switched-off branch as code
+#[allow(clippy::too_many_arguments, clippy::collapsible_if)]
 #[cube]
 fn pixel_photons(
     params: &Array<f32>,
@@ -589,9 +620,11 @@ fn pixel_photons(
                             let l = miller_index(orientations, o, 2, d);
                             let f_latt = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss);
                             if counted(f_latt, sw) {
-                                if sw.tricubic && !nearest_now && tricubic_out_of_range(counts, h, k, l) {
-                                    nearest_now = true;
-                                    first_out_of_range[0].fetch_min(pixel as i32);
+                                if comptime!(sw.tricubic) {
+                                    if !nearest_now && tricubic_out_of_range(counts, h, k, l) {
+                                        nearest_now = true;
+                                        first_out_of_range[0].fetch_min(pixel as i32);
+                                    }
                                 }
                                 let f_cell = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
                                 let term = f_cell * f_cell * f_latt * f_latt;

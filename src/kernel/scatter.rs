@@ -18,7 +18,8 @@ use super::adjoint::{first_nearest_term, kept, lattice_factor, pixel_factors, sa
 use super::job::Switches;
 use super::layout::*;
 use super::pixel::{
-    block_node, counted, is_rendered, lagrange_weight, miller_index, nearest_node, structure_factor, tricubic_block,
+    block_node, copy_f32, copy_i32, counted, is_rendered, lagrange_weight, miller_index, nearest_node,
+    structure_factor, tricubic_block,
 };
 use cubecl::prelude::*;
 
@@ -51,6 +52,15 @@ fn add_fixed(grid: &mut Array<Atomic<u32>>, node: usize, x: f32) {
             }
             grid[2 * node + 1].fetch_sub(high + borrow);
         }
+    }
+}
+
+/// `g` into the nearest node of (h, k, l), where it lies in the grid.
+#[cube]
+fn scatter_nearest(counts: &Array<i32>, grid: &mut Array<Atomic<u32>>, h: f32, k: f32, l: f32, g: f32) {
+    let node = nearest_node(counts, h, k, l);
+    if node >= 0 {
+        add_fixed(grid, node as usize, g);
     }
 }
 
@@ -89,8 +99,13 @@ pub fn pixel_grid_vjp(
     grid: &mut Array<Atomic<u32>>,
     #[comptime] sw: Switches,
 ) {
-    let fpixels = counts[FPIXELS] as usize;
-    let pixels = fpixels * counts[SPIXELS] as usize;
+    // a thread's own copies ([`copy_f32`])
+    let mut p = Array::<f32>::new(PARAMS);
+    copy_f32(params, &mut p, PARAMS);
+    let mut c = Array::<i32>::new(COUNTS);
+    copy_i32(counts, &mut c, COUNTS);
+    let fpixels = c[FPIXELS] as usize;
+    let pixels = fpixels * c[SPIXELS] as usize;
     let fast_at = ABSOLUTE_POS_X as usize;
     let pixel = ABSOLUTE_POS_Y as usize * fpixels + fast_at;
     let slow = ABSOLUTE_POS_Y as i32;
@@ -98,51 +113,52 @@ pub fn pixel_grid_vjp(
     if fast_at >= fpixels || pixel >= pixels {
         terminate!();
     }
-    if !is_rendered(counts, mask, slow, fast, sw.masked) {
+    if !is_rendered(&c, mask, slow, fast, sw.masked) {
         terminate!();
     }
-    let factors = pixel_factors(params, counts, sources, slow, fast, sw);
+    let factors = pixel_factors(&p, &c, sources, slow, fast, sw);
     let g_term = weights[pixel] * scales[0] * factors.omega * factors.polar * factors.capture;
-    let nearest_from = first_nearest_term(params, counts, sources, orientations, pixel as i32, slow, fast, sw);
-    let os = counts[OVERSAMPLE];
-    let samples = counts[LAYERS] * os * os;
-    let per_shot = counts[PER_SHOT] as usize;
-    let per_source = per_shot / counts[SOURCES] as usize;
+    let nearest_from = first_nearest_term(&p, &c, sources, orientations, pixel as i32, slow, fast, sw);
+    let os = c[OVERSAMPLE];
+    let samples = c[LAYERS] * os * os;
+    let per_shot = c[PER_SHOT] as usize;
+    let per_source = per_shot / c[SOURCES] as usize;
     // ∂I/∂term for the terms after the current one in C's order (the `-oversample_*` products'
     // factors of the later counted terms; 1 without them)
-    let mut later = g_term * params[GRID_SCALE];
+    let mut later = g_term * p[GRID_SCALE];
     if g_term != 0.0 {
         for i in 0..samples {
             let q = samples - 1 - i;
             let t = q / (os * os);
-            let at = sample_ray(params, slow, fast, os, q, sw.curved);
+            let at = sample_ray(&p, slow, fast, os, q, sw.curved);
             let sample = q * per_shot as i32;
             for j in 0..per_shot {
                 let o = per_shot - 1 - j;
                 let row = (o / per_source) * SOURCE_WIDTH;
-                if kept(params, sources, row, at.d, sw.dmin) {
+                if kept(&p, sources, row, at.d, sw.dmin) {
                     let r = o * ORIENTATION_WIDTH;
                     let h = miller_index(orientations, r, 0, at.d);
                     let k = miller_index(orientations, r, 1, at.d);
                     let l = miller_index(orientations, r, 2, at.d);
                     // the adjoint's lattice factor: the terms counted are the vector–Jacobian pass's
-                    let lattice = lattice_factor(params, h, k, l, sw.square, sw.round, sw.gauss).value;
+                    let lattice = lattice_factor(&p, h, k, l, sw.square, sw.round, sw.gauss).value;
                     let nearest_now = sample + o as i32 >= nearest_from;
-                    let f = structure_factor(params, counts, hkl, h, k, l, nearest_now, sw);
+                    let f = structure_factor(&p, &c, hkl, h, k, l, nearest_now, sw);
                     let mut factor = 1.0;
                     if comptime!(sw.products()) {
-                        let by = term_factor(params, sources, row, at, t as f32, sw);
+                        let by = term_factor(&p, sources, row, at, t as f32, sw);
                         factor = by.omega * by.capture * by.polar;
                     }
                     // ∂L/∂F_cell in fixed-point units (a power of two: exact)
                     let g = later * factor * 2.0 * f * (lattice * lattice);
-                    if sw.tricubic && !nearest_now {
-                        scatter_tricubic(counts, grid, h, k, l, g);
-                    } else {
-                        let node = nearest_node(counts, h, k, l);
-                        if node >= 0 {
-                            add_fixed(grid, node as usize, g);
+                    if comptime!(sw.tricubic) {
+                        if nearest_now {
+                            scatter_nearest(&c, grid, h, k, l, g);
+                        } else {
+                            scatter_tricubic(&c, grid, h, k, l, g);
                         }
+                    } else {
+                        scatter_nearest(&c, grid, h, k, l, g);
                     }
                     if counted(lattice, sw) {
                         later *= factor;

@@ -92,6 +92,15 @@ pub fn sin_cos_pi(t: f32) -> SinCos {
     }
 }
 
+/// sin x and cos x for |x| ≤ π/2 (rad), where no reduction is needed: as [`sin_cos_pi`].
+#[cube]
+pub fn sin_cos(x: f32) -> SinCos {
+    SinCos {
+        sin: sin_series(x),
+        cos: cos_series(x),
+    }
+}
+
 /// cos(π·t) = sin(π·(½ − |m|)) with m = t − 2·round(t/2) ∈ [−1, 1] (dimensionless
 /// half-turns): ½ − |m| rounds only where the cosine is flat, unlike t + ½.
 #[cube]
@@ -108,7 +117,8 @@ pub fn sincg(h: f32, n: f32) -> f32 {
     let delta = h - (h + 0.5).floor();
     let mut value = n;
     if delta.abs() >= 1e-9 {
-        value = sin_pi(n * delta) / sin_pi(delta);
+        // δ ∈ [−½, ½]: πδ needs no reduction
+        value = sin_pi(n * delta) / sin_series(delta * PI_F32);
     }
     value
 }
