@@ -16,9 +16,9 @@
 //! After each batch, and for the rest at the end, the 64 threads of a workgroup write theirs
 //! to shared memory and one thread per column sums it, in thread order, into the workgroup's
 //! row of `partials`; [`sum_partials`] then sums the rows, in row order. No float atomics:
-//! the same inputs give the same bits. Where a shot's rows fit one batch and the products are
-//! off (`Switches::image_rows`), each thread first takes several image rows into the same
-//! accumulators ([`image_rows_vjp`]): one workgroup sum for that many pixels a thread.
+//! the same inputs give the same bits. Where the products are off (`Switches::image_rows`),
+//! each thread takes several image rows into the same accumulators before each workgroup sum
+//! ([`image_rows_vjp`]): one sum for that many pixels a thread.
 //!
 //! **Inputs in registers.** Each thread copies `params` and `counts` at the start
 //! ([`copy_f32`]) and each orientation batch, with its rows' incident directions, once
@@ -1474,12 +1474,14 @@ fn pixel_adjoint(
     }
 }
 
-/// The adjoint of one pixel of weight `weight` ≠ 0, added into `acc` and the one batch's
-/// `orient`: a shot's orientation rows fit one batch and the `-oversample_*` products are off,
-/// so the accumulators are plain sums over the pixels.
+/// The adjoint of orientation batch `batch` of one pixel of weight `weight` ≠ 0, added into
+/// `acc` and the batch's `orient` (its rows in `batch_rows`, [`load_batch`]). The
+/// `-oversample_*` products are off, so the accumulators are plain sums over the pixels and
+/// the batches: the running sum's start I_bg goes with batch 0, and the cached factors'
+/// adjoints, linear in the running sum, take each batch's part of it.
 #[allow(clippy::too_many_arguments)]
 #[cube]
-fn single_batch_pixel(
+fn batch_pixel(
     params: &Array<f32>,
     counts: &Array<i32>,
     sources: &Array<f32>,
@@ -1490,6 +1492,7 @@ fn single_batch_pixel(
     slow: i32,
     fast: i32,
     weight: f32,
+    batch: usize,
     acc: &mut Array<f32>,
     orient: &mut Array<f32>,
     batch_rows: &mut Array<f32>,
@@ -1499,7 +1502,11 @@ fn single_batch_pixel(
     let factors = pixel_factors(params, counts, sources, slow, fast, sw);
     let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
     let nearest_from = first_nearest_term(params, counts, sources, orientations, pixel as i32, slow, fast, sw);
-    acc[G_I_BG] += g_term;
+    let mut running = 0.0;
+    if batch == 0 {
+        acc[G_I_BG] += g_term;
+        running = params[I_BG];
+    }
     let samples = counts[LAYERS] * counts[OVERSAMPLE] * counts[OVERSAMPLE];
     let total = batch_terms(
         params,
@@ -1509,12 +1516,12 @@ fn single_batch_pixel(
         hkl,
         0,
         samples,
-        0,
-        1,
+        batch,
+        batch + 1,
         slow,
         fast,
         g_term,
-        params[I_BG],
+        running,
         nearest_from,
         acc,
         orient,
@@ -1526,6 +1533,75 @@ fn single_batch_pixel(
     factor_adjoints(
         params, counts, sources, slow, fast, factors, total, weight, scale, acc, sw,
     );
+}
+
+/// Batch `batch` of the image rows of [`image_rows_vjp`]'s invocation: every pixel's terms
+/// of the batch into `acc` and `orient`, then the workgroup's sum of `orient` into its
+/// columns of `partials`. Every thread of the workgroup calls it.
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn image_rows_batch(
+    params: &Array<f32>,
+    counts: &Array<i32>,
+    sources: &Array<f32>,
+    orientations: &Array<f32>,
+    scales: &Array<f32>,
+    hkl: &Array<f32>,
+    mask: &Array<f32>,
+    weights: &Array<f32>,
+    partials: &mut Array<f32>,
+    batch: usize,
+    per_source: usize,
+    acc: &mut Array<f32>,
+    orient: &mut Array<f32>,
+    batch_data: &mut Array<f32>,
+    shared: &mut SharedMemory<f32>,
+    outlet: Outlet,
+    #[comptime] sw: Switches,
+) {
+    let fpixels = counts[FPIXELS] as usize;
+    let spixels = counts[SPIXELS] as usize;
+    let fast_at = ABSOLUTE_POS_X as usize;
+    let batch_columns = comptime!(sw.orientation_batch * ORIENTATION_WIDTH);
+    zero(orient, batch_columns);
+    load_batch(
+        orientations,
+        sources,
+        outlet.per_shot,
+        per_source,
+        batch,
+        batch_data,
+        sw,
+    );
+    for r in 0..sw.image_rows {
+        let slow_at = ABSOLUTE_POS_Y as usize * sw.image_rows + r;
+        let pixel = slow_at * fpixels + fast_at;
+        let slow = slow_at as i32;
+        let fast = fast_at as i32;
+        if fast_at < fpixels && slow_at < spixels && is_rendered(counts, mask, slow, fast, sw.masked) {
+            let weight = weights[pixel];
+            if weight != 0.0 {
+                batch_pixel(
+                    params,
+                    counts,
+                    sources,
+                    orientations,
+                    scales,
+                    hkl,
+                    pixel,
+                    slow,
+                    fast,
+                    weight,
+                    batch,
+                    acc,
+                    orient,
+                    batch_data,
+                    sw,
+                );
+            }
+        }
+    }
+    emit_rows(orient, batch, false, weights, partials, shared, outlet, false, sw);
 }
 
 /// [`pixel_vjp`] where each invocation takes `sw.image_rows` image rows (x = fast, y = a block
@@ -1545,9 +1621,6 @@ fn image_rows_vjp(
     partials: &mut Array<f32>,
     #[comptime] sw: Switches,
 ) {
-    let fpixels = counts[FPIXELS] as usize;
-    let spixels = counts[SPIXELS] as usize;
-    let fast_at = ABSOLUTE_POS_X as usize;
     let per_shot = counts[PER_SHOT] as usize;
     let width = G_GLOBALS + per_shot * ORIENTATION_WIDTH;
     let batch_columns = comptime!(sw.orientation_batch * ORIENTATION_WIDTH);
@@ -1555,44 +1628,8 @@ fn image_rows_vjp(
     let mut acc = Array::<f32>::new(G_GLOBALS);
     zero(&mut acc, G_GLOBALS);
     let mut orient = Array::<f32>::new(batch_columns);
-    zero(&mut orient, batch_columns);
     let mut batch_data = Array::<f32>::new(comptime!(sw.orientation_batch * BATCH_ROW));
-    load_batch(
-        orientations,
-        sources,
-        per_shot,
-        per_shot / counts[SOURCES] as usize,
-        0,
-        &mut batch_data,
-        sw,
-    );
-    for r in 0..sw.image_rows {
-        let slow_at = ABSOLUTE_POS_Y as usize * sw.image_rows + r;
-        let pixel = slow_at * fpixels + fast_at;
-        let slow = slow_at as i32;
-        let fast = fast_at as i32;
-        if fast_at < fpixels && slow_at < spixels && is_rendered(counts, mask, slow, fast, sw.masked) {
-            let weight = weights[pixel];
-            if weight != 0.0 {
-                single_batch_pixel(
-                    params,
-                    counts,
-                    sources,
-                    orientations,
-                    scales,
-                    hkl,
-                    pixel,
-                    slow,
-                    fast,
-                    weight,
-                    &mut acc,
-                    &mut orient,
-                    &mut batch_data,
-                    sw,
-                );
-            }
-        }
-    }
+    let per_source = per_shot / counts[SOURCES] as usize;
     let outlet = Outlet {
         n: 0,
         width,
@@ -1602,7 +1639,49 @@ fn image_rows_vjp(
         row: (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize * width,
         unit: UNIT_POS_X as usize,
     };
-    emit_rows(&orient, 0, false, weights, partials, &mut shared, outlet, false, sw);
+    if comptime!(sw.one_batch) {
+        image_rows_batch(
+            params,
+            counts,
+            sources,
+            orientations,
+            scales,
+            hkl,
+            mask,
+            weights,
+            partials,
+            0,
+            per_source,
+            &mut acc,
+            &mut orient,
+            &mut batch_data,
+            &mut shared,
+            outlet,
+            sw,
+        );
+    } else {
+        for batch in 0..per_shot.div_ceil(sw.orientation_batch) {
+            image_rows_batch(
+                params,
+                counts,
+                sources,
+                orientations,
+                scales,
+                hkl,
+                mask,
+                weights,
+                partials,
+                batch,
+                per_source,
+                &mut acc,
+                &mut orient,
+                &mut batch_data,
+                &mut shared,
+                outlet,
+                sw,
+            );
+        }
+    }
     reduce_columns(
         &acc,
         G_GLOBALS,

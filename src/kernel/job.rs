@@ -56,10 +56,11 @@ impl PixelJob {
             masked: mask.is_some(),
             orientation_batch: orientation_batch(per_shot),
             rows_reversed: false,
+            one_batch: per_shot <= at::ORIENTATION_BATCH,
             image_rows: 1,
         };
         switches.rows_reversed = switches.products() && per_shot > at::ORIENTATION_BATCH;
-        if !switches.products() && per_shot <= at::ORIENTATION_BATCH {
+        if !switches.products() {
             switches.image_rows = at::VJP_IMAGE_ROWS;
         }
         let mut counts = vec![0i32; at::COUNTS];
@@ -243,10 +244,11 @@ pub struct Switches {
     /// The `-oversample_*` products over more orientation rows a shot than one batch: the
     /// adjoint kernels take the rows' adjoints in a second sweep, C's order backwards.
     pub rows_reversed: bool,
+    /// A shot's orientation rows fit one batch.
+    pub one_batch: bool,
     /// Image rows each invocation of the vector–Jacobian kernel takes (one after another, into
-    /// the same accumulators): [`at::VJP_IMAGE_ROWS`] where a shot's orientation rows fit one
-    /// batch and the `-oversample_*` products are off, else 1. More rows a thread, fewer
-    /// workgroup sums a pixel.
+    /// the same accumulators): [`at::VJP_IMAGE_ROWS`] where the `-oversample_*` products are
+    /// off, else 1. More rows a thread, fewer workgroup sums a pixel.
     pub image_rows: usize,
 }
 
