@@ -14,7 +14,7 @@
 //! (`Engine::image_vjp`), `deriv` its derivative images of distance, Xbeam, misset_x and cell_a
 //! (`Engine::derivatives`, K = 4), `sim` a
 //! `Simulator<Autodiff<B>>` gradient step (forward pass, the backward pass of its sum, every
-//! gradient read back), by kernel where the backend has one, `sim-stages` the same with the
+//! gradient read back; the simulator is built in the first step and kept), by kernel where the backend has one, `sim-stages` the same with the
 //! tensor stages),
 //! `--grad-sizes` (largest size with a backward mode; default 512), `--reps` (renders per case, the
 //! first is the cold one; default 3), `--threads` (worker threads, and OMP_NUM_THREADS of C;
@@ -92,19 +92,22 @@ struct Job {
     threads: usize,
 }
 
-/// Σ of the image of `Simulator<Autodiff<B>>::forward`, after the backward pass of that sum
-/// and every parameter's gradient read back (by kernel where `B` has one and `kernel` asks
-/// for it; else the tensor stages): one gradient step.
-fn simulator_sum<B: PixelKernel>(job: &Job, kernel: bool, device: &B::Device) -> Result<f64, String> {
+/// The simulator of a gradient mode: by kernel (`kernel`, where the backend has one) or by
+/// the tensor stages.
+fn simulator<B: PixelKernel>(job: &Job, kernel: bool, device: &B::Device) -> Result<Simulator<Autodiff<B>>, String> {
     let sim = Simulator::<Autodiff<B>>::new(&job.cfg, device).map_err(|e| e.to_string())?;
     let options = RenderOptions {
         pixel_kernel: kernel,
         ..sim.setup().options.clone()
     };
-    let sim = sim.with_options(options);
+    Ok(sim.with_options(options))
+}
+
+/// One gradient step of `sim`: forward pass, the backward pass of its sum, every gradient read
+/// back, as a refinement step would; the image's sum.
+fn simulator_step<B: PixelKernel>(sim: &Simulator<Autodiff<B>>) -> Result<f64, String> {
     let total = sim.forward().sum();
     let grads = total.backward();
-    // every gradient read back, as a refinement step would
     let gradients = sim.params.gradients(&grads).map_err(|e| e.to_string())?;
     if !gradients.iter().any(|(name, _)| *name == "distance") {
         return Err("no gradient reached the distance".into());
@@ -127,6 +130,9 @@ fn run<B: nanobragg::PixelKernel>(
     let mut times = Vec::new();
     let mut launches = Vec::new();
     let mut total = 0.0;
+    // the simulator of the gradient modes, built in the first (cold) step and kept, as a
+    // refinement loop keeps it
+    let mut sim = None;
     for _ in 0..job.reps {
         let t = Instant::now();
         let image = match job.mode.as_str() {
@@ -148,7 +154,10 @@ fn run<B: nanobragg::PixelKernel>(
                 continue;
             }
             "sim" | "sim-stages" => {
-                total = simulator_sum::<B>(job, job.mode == "sim", device)?;
+                if sim.is_none() {
+                    sim = Some(simulator::<B>(job, job.mode == "sim", device)?);
+                }
+                total = simulator_step::<B>(sim.as_ref().expect("built above"))?;
                 times.push(t.elapsed().as_secs_f64());
                 if let Some(log) = std::env::var_os(COUNT_LAUNCHES) {
                     launches.push(kernel_launches(Path::new(&log)));
