@@ -728,6 +728,13 @@ pub(super) fn pixel_factors(
     out
 }
 
+/// The cotangent of each of a pixel's terms for its ∂L/∂I `weight`: w·scale·Ω·P·C, with
+/// `scale` = r_e²·fluence/steps and C's cached factors.
+#[cube]
+pub(super) fn term_cotangent(weight: f32, scale: f32, factors: PixelFactors) -> f32 {
+    weight * scale * factors.omega * factors.polar * factors.capture
+}
+
 /// C's index (sample, then orientation row) of the first term of pixel `pixel` that takes
 /// nearest-neighbour structure factors under C's tricubic fall-back (`counts[SWITCH_PIXEL]`,
 /// found by the render): 0 after the switching pixel, never before it or without tricubic
@@ -1328,7 +1335,7 @@ fn pixel_adjoint(
     let mut orient = Array::<f32>::new(batch_columns);
     let mut batch_data = Array::<f32>::new(comptime!(sw.orientation_batch * BATCH_ROW));
     let factors = pixel_factors(params, counts, sources, slow, fast, sw);
-    let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
+    let g_term = term_cotangent(weight, scale, factors);
     let nearest_from = first_nearest_term(params, counts, sources, orientations, pixel as i32, slow, fast, sw);
     // ∂I/∂I_bg: the running sum starts at I_bg (the `-oversample_*` products scale it after)
     acc[G_I_BG] = g_term;
@@ -1536,7 +1543,7 @@ fn rows_start(
             let weight = weights[at.pixel];
             if weight != 0.0 {
                 let factors = pixel_factors(params, counts, sources, at.slow, at.fast, sw);
-                let g_term = weight * rows.scale * factors.omega * factors.polar * factors.capture;
+                let g_term = term_cotangent(weight, rows.scale, factors);
                 rows.weight[r] = weight;
                 rows.g_term[r] = g_term;
                 rows.total[r] = params[I_BG];
@@ -1658,7 +1665,7 @@ fn rows_one_batch(
             let weight = weights[at.pixel];
             if weight != 0.0 {
                 let factors = pixel_factors(params, counts, sources, at.slow, at.fast, sw);
-                let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
+                let g_term = term_cotangent(weight, scale, factors);
                 acc[G_I_BG] += g_term;
                 let total = pixel_terms(
                     params,

@@ -14,7 +14,9 @@
 //! each term's ∂I/∂term, the product of the later counted terms' factors, is one running
 //! product (the order of the integer sums does not matter).
 
-use super::adjoint::{first_nearest_term, kept, lattice_factor, pixel_factors, sample_ray, term_factor};
+use super::adjoint::{
+    first_nearest_term, kept, lattice_factor, pixel_factors, sample_ray, term_cotangent, term_factor,
+};
 use super::job::Switches;
 use super::layout::*;
 use super::pixel::{
@@ -117,7 +119,7 @@ pub fn pixel_grid_vjp(
         terminate!();
     }
     let factors = pixel_factors(&p, &c, sources, slow, fast, sw);
-    let g_term = weights[pixel] * scales[0] * factors.omega * factors.polar * factors.capture;
+    let g_term = term_cotangent(weights[pixel], scales[0], factors);
     let nearest_from = first_nearest_term(&p, &c, sources, orientations, pixel as i32, slow, fast, sw);
     let os = c[OVERSAMPLE];
     let samples = c[LAYERS] * os * os;
