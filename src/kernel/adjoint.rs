@@ -806,6 +806,47 @@ fn load_batch(
     batch_rows: &mut Array<f32>,
     #[comptime] sw: Switches,
 ) {
+    if comptime!(sw.rows_in_registers) {
+        load_only_batch(orientations, sources, batch_rows, sw);
+    } else {
+        load_rows(orientations, sources, per_shot, per_source, batch, batch_rows, sw);
+    }
+}
+
+/// [`load_batch`] where the one source's rows fit one batch ([`Switches::rows_in_registers`]):
+/// every row and source 0's incident direction, at constant offsets and without a branch.
+#[cube]
+fn load_only_batch(
+    orientations: &Array<f32>,
+    sources: &Array<f32>,
+    batch_rows: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) {
+    #[unroll]
+    for j in 0..comptime!(sw.orientation_batch * ORIENTATION_WIDTH) {
+        batch_rows[j] = orientations[j];
+    }
+    #[unroll]
+    for m in 0..sw.orientation_batch {
+        #[unroll]
+        for j in 0..3usize {
+            batch_rows[comptime!(sw.orientation_batch * ORIENTATION_WIDTH + 3 * m + j)] = sources[INCIDENT + j];
+        }
+    }
+}
+
+/// [`load_batch`] in general: the rows below `per_shot`, each with its source's incident
+/// direction.
+#[cube]
+fn load_rows(
+    orientations: &Array<f32>,
+    sources: &Array<f32>,
+    per_shot: usize,
+    per_source: usize,
+    batch: usize,
+    batch_rows: &mut Array<f32>,
+    #[comptime] sw: Switches,
+) {
     #[unroll]
     for m in 0..sw.orientation_batch {
         let o = batch * sw.orientation_batch + m;
@@ -1893,7 +1934,13 @@ pub fn pixel_vjp(
     copy_f32(params, &mut p, PARAMS);
     let mut c = Array::<i32>::new(COUNTS);
     copy_i32(counts, &mut c, COUNTS);
-    if comptime!(sw.image_rows > 1) {
+    let mut source = Array::<f32>::new(comptime!(forward::source_registers(sw)));
+    if comptime!(sw.rows_in_registers) {
+        copy_f32(sources, &mut source, SOURCE_WIDTH);
+    }
+    if comptime!(sw.image_rows > 1 && sw.rows_in_registers) {
+        image_rows_vjp(&p, &c, &source, orientations, scales, hkl, mask, weights, partials, sw);
+    } else if comptime!(sw.image_rows > 1) {
         image_rows_vjp(&p, &c, sources, orientations, scales, hkl, mask, weights, partials, sw);
     } else {
         pixel_adjoint(

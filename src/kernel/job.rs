@@ -57,6 +57,7 @@ impl PixelJob {
             orientation_batch: orientation_batch(per_shot),
             rows_reversed: false,
             one_batch: per_shot <= at::ORIENTATION_BATCH,
+            rows_in_registers: scene.shots == 1 && scene.sources == 1 && per_shot <= at::ORIENTATION_BATCH,
             image_rows: 1,
         };
         switches.rows_reversed = switches.products() && per_shot > at::ORIENTATION_BATCH;
@@ -246,6 +247,12 @@ pub struct Switches {
     pub rows_reversed: bool,
     /// A shot's orientation rows fit one batch.
     pub one_batch: bool,
+    /// One shot, one source, and its orientation rows fit one batch: the kernels copy the
+    /// source's row and the batch into each thread's registers before any branch, at
+    /// constant offsets, which a SIMD driver such as llvmpipe loads once for all lanes (it
+    /// loads lane by lane at any other offset or inside a branch). The batch is then the
+    /// whole table.
+    pub rows_in_registers: bool,
     /// Image rows each invocation of the vector–Jacobian kernel takes (one after another, into
     /// the same accumulators): [`at::VJP_IMAGE_ROWS`] where the `-oversample_*` products are
     /// off, else 1. More rows a thread, fewer workgroup sums a pixel.

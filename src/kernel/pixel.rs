@@ -488,6 +488,17 @@ pub fn render_pixels(
     copy_f32(params, &mut p, PARAMS);
     let mut c = Array::<i32>::new(COUNTS);
     copy_i32(counts, &mut c, COUNTS);
+    // and, where they fit, of the source and the orientation rows ([`Switches::rows_in_registers`])
+    let mut source = Array::<f32>::new(comptime!(source_registers(sw)));
+    let mut rows = Array::<f32>::new(comptime!(batch_registers(sw)));
+    if comptime!(sw.rows_in_registers) {
+        copy_f32(sources, &mut source, SOURCE_WIDTH);
+        copy_f32(
+            orientations,
+            &mut rows,
+            comptime!(sw.orientation_batch * ORIENTATION_WIDTH),
+        );
+    }
     // x along fast, y along slow, z the shot: no integer division per invocation (it is a
     // scalar loop on SIMD drivers such as llvmpipe)
     let fpixels = c[FPIXELS] as usize;
@@ -509,24 +520,64 @@ pub fn render_pixels(
         }
         terminate!();
     }
-    let value = pixel_photons(
-        &p,
-        &c,
-        sources,
-        orientations,
-        hkl,
-        omega,
-        first_out_of_range,
-        shot,
-        pixel,
-        slow,
-        fast,
-        sw,
-    );
+    let value = if comptime!(sw.rows_in_registers) {
+        pixel_photons(
+            &p,
+            &c,
+            &source,
+            &rows,
+            hkl,
+            omega,
+            first_out_of_range,
+            shot,
+            0,
+            pixel,
+            slow,
+            fast,
+            sw,
+        )
+    } else {
+        pixel_photons(
+            &p,
+            &c,
+            sources,
+            orientations,
+            hkl,
+            omega,
+            first_out_of_range,
+            shot,
+            shot * c[PER_SHOT] as usize,
+            pixel,
+            slow,
+            fast,
+            sw,
+        )
+    };
     image[at] = value * scales[shot];
 }
 
-/// The loop of one rendered pixel: photons before the r_e²·fluence/steps scale, and Σω.
+/// Registers a thread keeps for the source's row: [`SOURCE_WIDTH`] with
+/// [`Switches::rows_in_registers`], else one (unused).
+pub(super) fn source_registers(sw: Switches) -> usize {
+    if sw.rows_in_registers {
+        SOURCE_WIDTH
+    } else {
+        1
+    }
+}
+
+/// Registers a thread keeps for the orientation rows: the one batch (every row) with
+/// [`Switches::rows_in_registers`], else one (unused).
+fn batch_registers(sw: Switches) -> usize {
+    if sw.rows_in_registers {
+        sw.orientation_batch * ORIENTATION_WIDTH
+    } else {
+        1
+    }
+}
+
+/// The loop of one rendered pixel: photons before the r_e²·fluence/steps scale, and Σω. The
+/// shot's orientation rows start at row `first_row` of `orientations`.
 // a compile-time switch stays its own `if`: joined with a runtime condition by `&&`, the
 // kernel would carry the switched-off branch as code
 #[allow(clippy::too_many_arguments, clippy::collapsible_if)]
@@ -540,6 +591,7 @@ fn pixel_photons(
     omega_out: &mut Array<f32>,
     first_out_of_range: &mut Array<Atomic<i32>>,
     shot: usize,
+    first_row: usize,
     pixel: usize,
     slow: i32,
     fast: i32,
@@ -612,7 +664,7 @@ fn pixel_photons(
                         if sw.oversample_omega {
                             factor *= omega;
                         }
-                        let first = (shot * per_shot + si * per_source) * ORIENTATION_WIDTH;
+                        let first = (first_row + si * per_source) * ORIENTATION_WIDTH;
                         for m in 0..per_source {
                             let o = first + m * ORIENTATION_WIDTH;
                             let h = miller_index(orientations, o, 0, d);
