@@ -809,7 +809,21 @@ fn load_batch(
     if comptime!(sw.rows_in_registers) {
         load_only_batch(orientations, sources, batch_rows, sw);
     } else {
-        load_rows(orientations, sources, per_shot, per_source, batch, batch_rows, sw);
+        #[unroll]
+        for m in 0..sw.orientation_batch {
+            let o = batch * sw.orientation_batch + m;
+            if o < per_shot {
+                #[unroll]
+                for j in 0..ORIENTATION_WIDTH {
+                    batch_rows[m * ORIENTATION_WIDTH + j] = orientations[o * ORIENTATION_WIDTH + j];
+                }
+                let row = (o / per_source) * SOURCE_WIDTH + INCIDENT;
+                #[unroll]
+                for j in 0..3usize {
+                    batch_rows[comptime!(sw.orientation_batch * ORIENTATION_WIDTH + 3 * m + j)] = sources[row + j];
+                }
+            }
+        }
     }
 }
 
@@ -831,35 +845,6 @@ fn load_only_batch(
         #[unroll]
         for j in 0..3usize {
             batch_rows[comptime!(sw.orientation_batch * ORIENTATION_WIDTH + 3 * m + j)] = sources[INCIDENT + j];
-        }
-    }
-}
-
-/// [`load_batch`] in general: the rows below `per_shot`, each with its source's incident
-/// direction.
-#[cube]
-fn load_rows(
-    orientations: &Array<f32>,
-    sources: &Array<f32>,
-    per_shot: usize,
-    per_source: usize,
-    batch: usize,
-    batch_rows: &mut Array<f32>,
-    #[comptime] sw: Switches,
-) {
-    #[unroll]
-    for m in 0..sw.orientation_batch {
-        let o = batch * sw.orientation_batch + m;
-        if o < per_shot {
-            #[unroll]
-            for j in 0..ORIENTATION_WIDTH {
-                batch_rows[m * ORIENTATION_WIDTH + j] = orientations[o * ORIENTATION_WIDTH + j];
-            }
-            let row = (o / per_source) * SOURCE_WIDTH + INCIDENT;
-            #[unroll]
-            for j in 0..3usize {
-                batch_rows[comptime!(sw.orientation_batch * ORIENTATION_WIDTH + 3 * m + j)] = sources[row + j];
-            }
         }
     }
 }
