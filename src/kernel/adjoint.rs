@@ -551,6 +551,39 @@ pub(super) fn ray(
     }
 }
 
+/// C's flat sample index (layer·os + sub-pixel row)·os + sub-pixel column, as its parts.
+#[derive(CubeType, Clone, Copy)]
+pub struct SampleIndex {
+    pub layer: i32,
+    pub row: i32,
+    pub column: i32,
+}
+
+#[cube]
+impl SampleIndex {
+    /// The parts of flat index `q` with `os` sub-pixels a side.
+    pub fn of(q: i32, os: i32) -> SampleIndex {
+        SampleIndex {
+            layer: q / (os * os),
+            row: (q / os) % os,
+            column: q % os,
+        }
+    }
+
+    /// The next sample in C's order.
+    pub fn advance(&mut self, os: i32) {
+        self.column += 1;
+        if self.column == os {
+            self.column = 0;
+            self.row += 1;
+        }
+        if self.row == os {
+            self.row = 0;
+            self.layer += 1;
+        }
+    }
+}
+
 /// The ray of C's flat sample index `q` = (layer·os + sub-pixel row)·os + sub-pixel column.
 #[cube]
 pub(super) fn sample_ray(params: &Array<f32>, slow: i32, fast: i32, os: i32, q: i32, #[comptime] curved: bool) -> Ray {
@@ -894,9 +927,13 @@ fn batch_terms(
     let per_shot = counts[PER_SHOT] as usize;
     let per_source = per_shot / counts[SOURCES] as usize;
     let mut sum = running;
+    // the sample's layer and sub-pixel row and column, counted along (an integer division is
+    // a scalar loop per lane on SIMD drivers such as llvmpipe)
+    let mut sample_at = SampleIndex::of(first_sample, os);
     for q in first_sample..end_sample {
-        let t = q / (os * os);
-        let at = sample_ray(params, slow, fast, os, q, sw.curved);
+        let t = sample_at.layer;
+        let at = ray(params, slow, fast, os, t, sample_at.row, sample_at.column, sw.curved);
+        sample_at.advance(os);
         let sample = q * per_shot as i32;
         // ∂L/∂d over the sample's terms (a Vec3 cannot be reassigned in a kernel)
         let mut gx = 0.0;
