@@ -587,7 +587,8 @@ impl SampleIndex {
 /// The ray of C's flat sample index `q` = (layer·os + sub-pixel row)·os + sub-pixel column.
 #[cube]
 pub(super) fn sample_ray(params: &Array<f32>, slow: i32, fast: i32, os: i32, q: i32, #[comptime] curved: bool) -> Ray {
-    ray(params, slow, fast, os, q / (os * os), (q / os) % os, q % os, curved)
+    let at = SampleIndex::of(q, os);
+    ray(params, slow, fast, os, at.layer, at.row, at.column, curved)
 }
 
 /// A change ∂L/∂d of a sample's direction, pushed back to the detector.
@@ -1956,7 +1957,7 @@ pub fn pixel_vjp(
     copy_f32(params, &mut p, PARAMS);
     let mut c = Array::<i32>::new(COUNTS);
     copy_i32(counts, &mut c, COUNTS);
-    let mut source = Array::<f32>::new(comptime!(forward::source_registers(sw)));
+    let mut source = Array::<f32>::new(comptime!(forward::still_registers(sw, SOURCE_WIDTH)));
     if comptime!(sw.rows_in_registers) {
         copy_f32(sources, &mut source, SOURCE_WIDTH);
     }

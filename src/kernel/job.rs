@@ -57,10 +57,11 @@ impl PixelJob {
             orientation_batch: orientation_batch(per_shot),
             rows_reversed: false,
             one_batch: per_shot <= at::ORIENTATION_BATCH,
-            rows_in_registers: scene.shots == 1 && scene.sources == 1 && per_shot <= at::ORIENTATION_BATCH,
+            rows_in_registers: false,
             image_rows: 1,
         };
         switches.rows_reversed = switches.products() && per_shot > at::ORIENTATION_BATCH;
+        switches.rows_in_registers = switches.one_batch && scene.shots == 1 && scene.sources == 1;
         if !switches.products() {
             switches.image_rows = at::VJP_IMAGE_ROWS;
         }

@@ -489,8 +489,8 @@ pub fn render_pixels(
     let mut c = Array::<i32>::new(COUNTS);
     copy_i32(counts, &mut c, COUNTS);
     // and, where they fit, of the source and the orientation rows ([`Switches::rows_in_registers`])
-    let mut source = Array::<f32>::new(comptime!(source_registers(sw)));
-    let mut rows = Array::<f32>::new(comptime!(batch_registers(sw)));
+    let mut source = Array::<f32>::new(comptime!(still_registers(sw, SOURCE_WIDTH)));
+    let mut rows = Array::<f32>::new(comptime!(still_registers(sw, sw.orientation_batch * ORIENTATION_WIDTH)));
     if comptime!(sw.rows_in_registers) {
         copy_f32(sources, &mut source, SOURCE_WIDTH);
         copy_f32(
@@ -556,21 +556,11 @@ pub fn render_pixels(
     image[at] = value * scales[shot];
 }
 
-/// Registers a thread keeps for the source's row: [`SOURCE_WIDTH`] with
-/// [`Switches::rows_in_registers`], else one (unused).
-pub(super) fn source_registers(sw: Switches) -> usize {
+/// `len` registers with [`Switches::rows_in_registers`] (for the source's row or the
+/// orientation rows), else one (unused).
+pub(super) fn still_registers(sw: Switches, len: usize) -> usize {
     if sw.rows_in_registers {
-        SOURCE_WIDTH
-    } else {
-        1
-    }
-}
-
-/// Registers a thread keeps for the orientation rows: the one batch (every row) with
-/// [`Switches::rows_in_registers`], else one (unused).
-fn batch_registers(sw: Switches) -> usize {
-    if sw.rows_in_registers {
-        sw.orientation_batch * ORIENTATION_WIDTH
+        len
     } else {
         1
     }
