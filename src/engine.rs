@@ -450,7 +450,26 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// burn itself panics when there is none; this turns that into an error before it starts.
 #[cfg(feature = "gpu")]
 fn wgpu_probe() -> std::result::Result<String, String> {
-    static PROBE: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
+    wgpu_adapter().map(|(description, _)| description)
+}
+
+/// Whether the adapter burn-wgpu's default device takes is a CPU (Mesa's llvmpipe,
+/// SwiftShader): a few cores running SIMD lanes, not a GPU's thousands of threads. False where
+/// there is none.
+#[cfg(feature = "gpu")]
+pub fn wgpu_adapter_is_cpu() -> bool {
+    wgpu_adapter().is_ok_and(|(_, cpu)| cpu)
+}
+
+#[cfg(not(feature = "gpu"))]
+pub fn wgpu_adapter_is_cpu() -> bool {
+    false
+}
+
+/// [`wgpu_probe`]'s adapter: its description and whether it is a CPU.
+#[cfg(feature = "gpu")]
+fn wgpu_adapter() -> std::result::Result<(String, bool), String> {
+    static PROBE: std::sync::OnceLock<std::result::Result<(String, bool), String>> = std::sync::OnceLock::new();
     PROBE
         .get_or_init(|| {
             use burn::backend::wgpu::graphics::{AutoGraphicsApi, GraphicsApi};
@@ -468,9 +487,12 @@ fn wgpu_probe() -> std::result::Result<String, String> {
                 .map(|a| a.get_info())
             });
             match probe {
-                Ok(Ok(i)) => Ok(format!(
-                    "{} ({:?}, {:?}, {} {})",
-                    i.name, i.device_type, i.backend, i.driver, i.driver_info
+                Ok(Ok(i)) => Ok((
+                    format!(
+                        "{} ({:?}, {:?}, {} {})",
+                        i.name, i.device_type, i.backend, i.driver, i.driver_info
+                    ),
+                    i.device_type == wgpu::DeviceType::Cpu,
                 )),
                 Ok(Err(e)) => Err(format!(
                     "no {backend:?} adapter ({e}); install a GPU driver, or Mesa's software Vulkan \

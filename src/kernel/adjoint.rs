@@ -62,39 +62,33 @@ pub struct SincgPartials {
     pub dn: f32,
 }
 
-/// The adjoint of `trig::sincg`: value and partials. Within |Nπδ| < 0.1 by the Taylor series
-/// in x = πδ to x⁴ (the quotient of two small sines loses digits there in f32): value
-/// N − N(N²−1)x²/6 + N(N²−1)(3N²−7)x⁴/360, at a node N with ∂/∂h = 0 and ∂/∂N = 1, as the
-/// tensor stage's `sincg_n`.
+/// The adjoint of `trig::sincg`: value and partials, with x = πδ: value sin(Nx)/sin x,
+/// ∂/∂N = x·cos(Nx)/sin x and ∂/∂h = π·(N·cos(Nx) − value·cos x)/sin x, as the tensor stage's
+/// `sincg_n`. The value and ∂/∂N keep their relative accuracy down to x → 0 (both sines do);
+/// ∂/∂h is a difference of two numbers near N there, so within |Nx| < 0.1 it is the Taylor
+/// series π·N(N²−1)·x·((3N²−7)x²/90 − ⅓) (error below 1e-7 relative). At a node (x = 0) the
+/// limits: N, ∂/∂N = 1, ∂/∂h = 0.
+///
+/// Selected, not branched: SIMD drivers such as llvmpipe evaluate both sides of a branch
+/// anyway, and pay for the lane masks on top.
 #[cube]
 pub fn sincg(h: f32, n: f32) -> SincgPartials {
     let delta = h - (h + 0.5).floor();
     let x = delta * PI_F32;
-    let mut out = SincgPartials {
-        value: n,
-        dh: 0.0,
-        dn: 1.0,
-    };
-    if (n * x).abs() < 0.1 && x.abs() < 0.1 {
-        let n2 = n * n;
-        let x2 = x * x;
-        let m = n2 - 1.0;
-        let p = 3.0 * n2 - 7.0;
-        out.value = n * (1.0 - m * x2 * (1.0 / 6.0 - p * x2 * (1.0 / 360.0)));
-        out.dh = PI_F32 * n * m * x * (p * x2 * (1.0 / 90.0) - 1.0 / 3.0);
-        out.dn =
-            1.0 - (3.0 * n2 - 1.0) * x2 * (1.0 / 6.0) + (15.0 * n2 * n2 - 30.0 * n2 + 7.0) * x2 * x2 * (1.0 / 360.0);
-    } else {
-        // δ ∈ [−½, ½]: πδ needs no reduction
-        let one = sin_cos(x);
-        let all = sin_cos_pi(n * delta);
-        let inv_s = 1.0 / one.sin;
-        let value = all.sin * inv_s;
-        out.value = value;
-        out.dn = x * all.cos * inv_s;
-        out.dh = PI_F32 * (n * all.cos - value * one.cos) * inv_s;
+    // δ ∈ [−½, ½]: πδ needs no reduction
+    let one = sin_cos(x);
+    let all = sin_cos_pi(n * delta);
+    let node = x == 0.0;
+    let inv_s = 1.0 / select(node, 1.0, one.sin);
+    let value = select(node, n, all.sin * inv_s);
+    let x2 = x * x;
+    let series = PI_F32 * n * (n * n - 1.0) * x * ((3.0 * n * n - 7.0) * x2 * (1.0 / 90.0) - 1.0 / 3.0);
+    let closed = PI_F32 * (n * all.cos - value * one.cos) * inv_s;
+    SincgPartials {
+        value,
+        dh: select((n * x).abs() < 0.1 && x.abs() < 0.1, series, closed),
+        dn: select(node, 1.0, x * all.cos * inv_s),
     }
-    out
 }
 
 /// sinc3 as a function of u = x² (x = π·t) and its derivative ∂/∂u: the series below x = 1

@@ -63,7 +63,7 @@ impl PixelJob {
         switches.rows_reversed = switches.products() && per_shot > at::ORIENTATION_BATCH;
         switches.rows_in_registers = switches.one_batch && scene.shots == 1 && scene.sources == 1;
         if !switches.products() {
-            switches.image_rows = at::VJP_IMAGE_ROWS;
+            switches.image_rows = vjp_image_rows();
         }
         let mut counts = vec![0i32; at::COUNTS];
         let d = &exp.detector;
@@ -255,8 +255,8 @@ pub struct Switches {
     /// whole table.
     pub rows_in_registers: bool,
     /// Image rows each invocation of the vector–Jacobian kernel takes (one after another, into
-    /// the same accumulators): [`at::VJP_IMAGE_ROWS`] where the `-oversample_*` products are
-    /// off, else 1. More rows a thread, fewer workgroup sums a pixel.
+    /// the same accumulators): [`vjp_image_rows`] where the `-oversample_*` products are off,
+    /// else 1. More rows a thread, fewer workgroup sums a pixel.
     pub image_rows: usize,
 }
 
@@ -264,6 +264,17 @@ impl Switches {
     /// Whether the `-oversample_*` products apply: a factor per term instead of per pixel.
     pub fn products(&self) -> bool {
         self.oversample_thick || self.oversample_polar || self.oversample_omega
+    }
+}
+
+/// Image rows an invocation of the vector–Jacobian kernel takes without the `-oversample_*`
+/// products: [`at::VJP_IMAGE_ROWS_CPU`] where burn-wgpu's adapter is a CPU, else
+/// [`at::VJP_IMAGE_ROWS`].
+fn vjp_image_rows() -> usize {
+    if crate::engine::wgpu_adapter_is_cpu() {
+        at::VJP_IMAGE_ROWS_CPU
+    } else {
+        at::VJP_IMAGE_ROWS
     }
 }
 

@@ -108,6 +108,11 @@ pub const G_GLOBALS: usize = 40;
 /// workgroup reductions (each reduction costs two barriers; each row 12 registers).
 pub const ORIENTATION_BATCH: usize = 4;
 /// Image rows an invocation of the vector–Jacobian kernel takes where it can (see
-/// `Switches::image_rows`): the workgroup's sums, as costly a pixel as the pixel's own terms
-/// in light configurations, are shared by this many pixels a thread.
+/// `Switches::image_rows`) on a GPU: the workgroup's sums and each orientation batch's loads
+/// are shared by this many pixels a thread, and a 512² image still launches 64k invocations.
 pub const VJP_IMAGE_ROWS: usize = 4;
+/// [`VJP_IMAGE_ROWS`] on a CPU adapter (llvmpipe): its few cores run 8 lanes each, so fewer,
+/// longer invocations lose no parallelism, and the per-invocation work (the registers' copies,
+/// each batch's loads lane by lane, the sums through shared memory) is shared by 8× more pixels
+/// (heavy 256² on 2 cores: 167 → 124 ms).
+pub const VJP_IMAGE_ROWS_CPU: usize = 32;
