@@ -114,5 +114,5 @@ pub const VJP_IMAGE_ROWS: usize = 4;
 /// [`VJP_IMAGE_ROWS`] on a CPU adapter (llvmpipe): its few cores run 8 lanes each, so fewer,
 /// longer invocations lose no parallelism, and the per-invocation work (the registers' copies,
 /// each batch's loads lane by lane, the sums through shared memory) is shared by 8× more pixels
-/// (heavy 256² on 2 cores: 167 → 124 ms).
+/// (heavy 256² on llvmpipe, 2 cores: 167 → 139 ms).
 pub const VJP_IMAGE_ROWS_CPU: usize = 32;
