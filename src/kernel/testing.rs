@@ -3,17 +3,26 @@
 use cubecl::prelude::*;
 use cubecl::wgpu::{WgpuDevice, WgpuRuntime};
 
+/// Whether there is a wgpu adapter to test on; without one a message and false, unless
+/// `NANOBRAGG_REQUIRE_WGPU=1` makes that a failure.
+pub(crate) fn wgpu_or_skip() -> bool {
+    let Err(e) = (crate::engine::Engine::Wgpu { fusion: false }).probe() else {
+        return true;
+    };
+    let required = std::env::var("NANOBRAGG_REQUIRE_WGPU").is_ok_and(|v| v == "1");
+    assert!(!required, "NANOBRAGG_REQUIRE_WGPU=1 but {e}");
+    eprintln!("SKIP: {e} (set NANOBRAGG_REQUIRE_WGPU=1 to make this a failure)");
+    false
+}
+
 /// Launch `launch` over `input` (one invocation per element, into an output of the same
-/// length) on the default wgpu device and read the output back. `None` (with a message) when
-/// there is no adapter, unless `NANOBRAGG_REQUIRE_WGPU=1` makes that a failure.
+/// length) on the default wgpu device and read the output back. `None` without an adapter
+/// ([`wgpu_or_skip`]).
 pub(crate) fn launch_unary(
     input: &[f32],
     launch: impl FnOnce(&ComputeClient<WgpuRuntime>, CubeCount, CubeDim, ArrayArg<WgpuRuntime>, ArrayArg<WgpuRuntime>),
 ) -> Option<Vec<f32>> {
-    if let Err(e) = (crate::engine::Engine::Wgpu { fusion: false }).probe() {
-        let required = std::env::var("NANOBRAGG_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-        assert!(!required, "NANOBRAGG_REQUIRE_WGPU=1 but {e}");
-        eprintln!("SKIP: {e} (set NANOBRAGG_REQUIRE_WGPU=1 to make this a failure)");
+    if !wgpu_or_skip() {
         return None;
     }
     let client = WgpuRuntime::client(&WgpuDevice::default());

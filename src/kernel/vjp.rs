@@ -441,10 +441,7 @@ pub fn weighted_vjp<B: PixelKernel>(
 
 #[cfg(test)]
 mod tests {
-    use super::{fixed_point_exponent, fixed_point_values, kernel_sums};
-    use crate::kernel::{upload, PixelJob};
-    use crate::scene::Scene;
-    use burn::tensor::{DType, Tensor, TensorData};
+    use super::{fixed_point_exponent, fixed_point_values};
 
     /// Words as the scatter kernel leaves them (low, high; i32 read back as i64) for the sum of
     /// `parts` in units 2^−e: the two's-complement words of Σ round(part·2^e).
@@ -468,66 +465,72 @@ mod tests {
         }
     }
 
-    /// The kernel's sums with `rows` image rows a thread, for `flags` (a 61×45 image, which
-    /// no row block divides) and weights in [½, 1½]; `None` without a wgpu adapter.
-    fn sums_with_rows(flags: &str, rows: &[usize]) -> Option<Vec<Vec<f32>>> {
-        if let Err(e) = (crate::engine::Engine::Wgpu { fusion: false }).probe() {
-            let required = std::env::var("NANOBRAGG_REQUIRE_WGPU").is_ok_and(|v| v == "1");
-            assert!(!required, "NANOBRAGG_REQUIRE_WGPU=1 but {e}");
-            eprintln!("SKIP: {e}");
-            return None;
-        }
-        type B = crate::engine::WgpuUnfused;
-        let device = Default::default();
-        let args = format!("{flags} -detpixels_f 45 -detpixels_s 61 -pixel 0.4");
-        let crate::cli::Parsed::Run(cfg, _) =
-            crate::cli::parse_args(&args.split_whitespace().collect::<Vec<_>>()).expect("valid flags")
-        else {
-            panic!("no run: {args}")
-        };
-        let exp = crate::setup::Experiment::new(&cfg).expect("a valid experiment");
-        let mut job = PixelJob::new(&exp, &Scene::new(&exp));
-        let n = exp.detector.pixels();
-        let weights: Vec<f32> = (0..n).map(|p| 0.5 + ((p * 7919) % 1000) as f32 / 1000.0).collect();
-        let mut out = Vec::new();
-        for &r in rows {
-            job.switches.image_rows = r;
-            let w = Tensor::from_data(
-                TensorData::new(weights.clone(), [exp.detector.spixels, exp.detector.fpixels]),
-                (&device, DType::F32),
-            );
-            let sums = kernel_sums::<B>(&job, &exp, upload::<B>(&job, &device), w).expect("the kernel's sums");
-            out.push(sums.expect("the wgpu backend has the kernel"));
-        }
-        Some(out)
-    }
+    /// The vector–Jacobian kernel against itself with other image rows a thread.
+    #[cfg(feature = "gpu")]
+    mod image_rows {
+        use super::super::kernel_sums;
+        use crate::kernel::{upload, PixelJob};
+        use crate::scene::Scene;
+        use burn::tensor::{DType, Tensor, TensorData};
 
-    /// One pixel a thread ([`crate::kernel::adjoint`]'s pixel path), a GPU's 4 image rows and a
-    /// CPU adapter's 32 give the same sums up to f32 rounding in another order, with one
-    /// orientation batch and with several (mosaic domains and φ steps, a partial last batch).
-    #[test]
-    fn the_sums_do_not_depend_on_the_image_rows_a_thread_takes() {
-        let light = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -distance 100";
-        for flags in [
-            light.to_string(),
-            format!("{light} -mosaic 0.5 -mosaic_dom 3 -phisteps 2 -osc 0.5 -oversample 2"),
-        ] {
-            let Some(sums) = sums_with_rows(&flags, &[1, 4, 32]) else {
-                return;
-            };
-            let norm = sums[0].iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
-            let mut worst = 0.0f64;
-            for other in &sums[1..] {
-                for (k, (&a, &b)) in other.iter().zip(&sums[0]).enumerate() {
-                    let err = (a as f64 - b as f64).abs();
-                    worst = worst.max(err / (b as f64).abs().max(1e-30));
-                    assert!(
-                        err <= 1e-4 * (b as f64).abs() + 1e-7 * norm,
-                        "{flags}: slot {k}: {a} against one pixel a thread's {b}"
-                    );
-                }
+        /// The kernel's sums with `rows` image rows a thread, for `flags` (a 61×45 image, which
+        /// no row block divides) and weights in [½, 1½]; `None` without a wgpu adapter.
+        fn sums_with_rows(flags: &str, rows: &[usize]) -> Option<Vec<Vec<f32>>> {
+            if !crate::kernel::testing::wgpu_or_skip() {
+                return None;
             }
-            eprintln!("{flags}: worst relative difference {worst:.2e}");
+            type B = crate::engine::WgpuUnfused;
+            let device = Default::default();
+            let args = format!("{flags} -detpixels_f 45 -detpixels_s 61 -pixel 0.4");
+            let crate::cli::Parsed::Run(cfg, _) =
+                crate::cli::parse_args(&args.split_whitespace().collect::<Vec<_>>()).expect("valid flags")
+            else {
+                panic!("no run: {args}")
+            };
+            let exp = crate::setup::Experiment::new(&cfg).expect("a valid experiment");
+            let mut job = PixelJob::new(&exp, &Scene::new(&exp));
+            let n = exp.detector.pixels();
+            let weights: Vec<f32> = (0..n).map(|p| 0.5 + ((p * 7919) % 1000) as f32 / 1000.0).collect();
+            let mut out = Vec::new();
+            for &r in rows {
+                job.switches.image_rows = r;
+                let w = Tensor::from_data(
+                    TensorData::new(weights.clone(), [exp.detector.spixels, exp.detector.fpixels]),
+                    (&device, DType::F32),
+                );
+                let sums = kernel_sums::<B>(&job, &exp, upload::<B>(&job, &device), w).expect("the kernel's sums");
+                out.push(sums.expect("the wgpu backend has the kernel"));
+            }
+            Some(out)
+        }
+
+        /// One pixel a thread ([`crate::kernel::adjoint`]'s pixel path), a GPU's 4 image rows and a
+        /// CPU adapter's 32 give the same sums up to f32 rounding in another order, with one
+        /// orientation batch and with several (mosaic domains and φ steps, a partial last batch).
+        #[test]
+        fn the_sums_do_not_depend_on_the_image_rows_a_thread_takes() {
+            let light = "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -distance 100";
+            for flags in [
+                light.to_string(),
+                format!("{light} -mosaic 0.5 -mosaic_dom 3 -phisteps 2 -osc 0.5 -oversample 2"),
+            ] {
+                let Some(sums) = sums_with_rows(&flags, &[1, 4, 32]) else {
+                    return;
+                };
+                let norm = sums[0].iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
+                let mut worst = 0.0f64;
+                for other in &sums[1..] {
+                    for (k, (&a, &b)) in other.iter().zip(&sums[0]).enumerate() {
+                        let err = (a as f64 - b as f64).abs();
+                        worst = worst.max(err / (b as f64).abs().max(1e-30));
+                        assert!(
+                            err <= 1e-4 * (b as f64).abs() + 1e-7 * norm,
+                            "{flags}: slot {k}: {a} against one pixel a thread's {b}"
+                        );
+                    }
+                }
+                eprintln!("{flags}: worst relative difference {worst:.2e}");
+            }
         }
     }
 }
