@@ -19,6 +19,8 @@
 use crate::config::SimConfig;
 use crate::derivative::{derivative_images, DerivativeImage};
 use crate::error::{Error, Result};
+use crate::error::panic_message;
+use crate::gpu::wgpu_probe;
 use crate::gradient::{image_vjp, ParamGradient};
 use crate::kernel::PixelKernel;
 use crate::params::Params;
@@ -415,7 +417,7 @@ enum WgpuFailure {
 fn run_wgpu<T: BackendTask>(fusion: bool, task: T) -> std::result::Result<T::Output, WgpuFailure> {
     use std::panic::{catch_unwind, AssertUnwindSafe};
     wgpu_probe().map_err(WgpuFailure::Engine)?;
-    let device = burn::backend::wgpu::WgpuDevice::default();
+    let device = crate::gpu::wgpu_device();
     let out = catch_unwind(AssertUnwindSafe(|| {
         if fusion {
             task.run::<WgpuFused>(&device)
@@ -432,105 +434,6 @@ fn run_wgpu<T: BackendTask>(fusion: bool, task: T) -> std::result::Result<T::Out
 #[cfg(not(feature = "gpu"))]
 fn run_wgpu<T: BackendTask>(_fusion: bool, _task: T) -> std::result::Result<T::Output, WgpuFailure> {
     Err(WgpuFailure::Engine(wgpu_probe().unwrap_err()))
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic without a message".into()
-    }
-}
-
-/// Look for the adapter burn-wgpu's default device would take (the platform's graphics API,
-/// high-performance preference), once per process: its description, or why there is none.
-/// burn itself panics when there is none; this turns that into an error before it starts.
-#[cfg(feature = "gpu")]
-fn wgpu_probe() -> std::result::Result<String, String> {
-    wgpu_adapter().map(|(description, _)| description)
-}
-
-/// Whether the adapter burn-wgpu's default device takes is a CPU (Mesa's llvmpipe,
-/// SwiftShader): a few cores running SIMD lanes, not a GPU's thousands of threads. False where
-/// there is none.
-#[cfg(feature = "gpu")]
-pub fn wgpu_adapter_is_cpu() -> bool {
-    wgpu_adapter().is_ok_and(|(_, cpu)| cpu)
-}
-
-#[cfg(not(feature = "gpu"))]
-pub fn wgpu_adapter_is_cpu() -> bool {
-    false
-}
-
-/// [`wgpu_probe`]'s adapter: its description and whether it is a CPU.
-#[cfg(feature = "gpu")]
-fn wgpu_adapter() -> std::result::Result<(String, bool), String> {
-    static PROBE: std::sync::OnceLock<std::result::Result<(String, bool), String>> = std::sync::OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            use burn::backend::wgpu::graphics::{AutoGraphicsApi, GraphicsApi};
-            let backend = AutoGraphicsApi::backend();
-            let probe = std::panic::catch_unwind(|| {
-                let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
-                    backends: backend.into(),
-                    ..wgpu::InstanceDescriptor::new_without_display_handle()
-                });
-                block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-                    power_preference: wgpu::PowerPreference::HighPerformance,
-                    force_fallback_adapter: false,
-                    compatible_surface: None,
-                }))
-                .map(|a| a.get_info())
-            });
-            match probe {
-                Ok(Ok(i)) => Ok((
-                    format!(
-                        "{} ({:?}, {:?}, {} {})",
-                        i.name, i.device_type, i.backend, i.driver, i.driver_info
-                    ),
-                    i.device_type == wgpu::DeviceType::Cpu,
-                )),
-                Ok(Err(e)) => Err(format!(
-                    "no {backend:?} adapter ({e}); install a GPU driver, or Mesa's software Vulkan \
-                     driver (Debian: apt-get install mesa-vulkan-drivers libvulkan1)"
-                )),
-                Err(p) => Err(format!(
-                    "looking for a {backend:?} adapter failed: {}",
-                    panic_message(&*p)
-                )),
-            }
-        })
-        .clone()
-}
-
-#[cfg(not(feature = "gpu"))]
-fn wgpu_probe() -> std::result::Result<String, String> {
-    Err("this build has no wgpu support (build with the cargo feature `gpu`, on by default)".into())
-}
-
-/// Poll a future to completion on this thread (wgpu's native adapter requests resolve at once).
-#[cfg(feature = "gpu")]
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.0.unpark()
-        }
-    }
-    let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        match f.as_mut().poll(&mut cx) {
-            Poll::Ready(v) => return v,
-            Poll::Pending => std::thread::park(),
-        }
-    }
 }
 
 #[cfg(test)]

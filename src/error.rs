@@ -74,3 +74,14 @@ impl Error {
 
 /// Result with the crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic without a message".into()
+    }
+}

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod finite;
 pub mod geometry;
+pub mod gpu;
 pub mod gradient;
 pub mod image;
 pub mod io;
@@ -42,8 +43,10 @@ pub mod workers;
 
 pub use config::SimConfig;
 pub use error::{Error, Result};
+pub use gpu::{gpu_adapters, select_gpu, Adapter};
 pub use kernel::PixelKernel;
 pub use params::Params;
+pub use refine::gradcheck::{gradcheck, ComponentCheck, GradcheckOptions, GradcheckReport};
 pub use setup::Experiment;
 pub use simulate::{render, Image, RenderOptions};
 pub use simulator::{PanelSimulator, Simulator};

@@ -5,7 +5,7 @@
 use crate::arrays;
 use crate::errors::{detached, to_py, value_error};
 use crate::flags::{self, Flags};
-use crate::tasks::{At, DerivativesAt, LossAt, RenderAt, ValuesAt, VectorAt, VjpAt};
+use crate::tasks::{At, DerivativesAt, ImageValuesAt, LossAt, RenderAt, ValuesAt, VectorAt, VjpAt};
 use crate::writers::{write, Format};
 use nanobragg::cli::program::render_options;
 use nanobragg::cli::RunOptions;
@@ -75,7 +75,7 @@ pub struct Simulator {
 
 impl Simulator {
     /// The engine `engine` and `precision` pick, else the flags' (`-engine`, `-precision`).
-    fn engine(&self, engine: Option<&str>, precision: Option<&str>) -> PyResult<Engine> {
+    pub(crate) fn engine(&self, engine: Option<&str>, precision: Option<&str>) -> PyResult<Engine> {
         let o = &self.setup.run_opts;
         let kind = match engine {
             None => o.engine,
@@ -94,7 +94,7 @@ impl Simulator {
 
     /// The one panel's configuration and experiment; gradients and moved parameters are for a
     /// detector of one panel.
-    fn single(&self, what: &str) -> PyResult<&(SimConfig, Experiment)> {
+    pub(crate) fn single(&self, what: &str) -> PyResult<&(SimConfig, Experiment)> {
         if self.setup.stacked {
             return Err(value_error(format!(
                 "{what}: this simulator has a detector of several panels (-geom/-detector_expt); {what} is for one panel"
@@ -103,7 +103,7 @@ impl Simulator {
         Ok(&self.setup.panels[0])
     }
 
-    fn at<'a>(&'a self, cfg: &'a SimConfig, exp: &'a Experiment, engine: &Engine) -> At<'a> {
+    pub(crate) fn at<'a>(&'a self, cfg: &'a SimConfig, exp: &'a Experiment, engine: &Engine) -> At<'a> {
         At {
             cfg,
             exp,
@@ -112,7 +112,7 @@ impl Simulator {
         }
     }
 
-    fn dims(&self) -> Vec<usize> {
+    pub(crate) fn dims(&self) -> Vec<usize> {
         let d = &self.setup.panels[0].1.detector;
         match self.setup.stacked {
             true => vec![self.setup.panels.len(), d.spixels, d.fpixels],
@@ -120,7 +120,7 @@ impl Simulator {
         }
     }
 
-    fn pixels(&self) -> usize {
+    pub(crate) fn pixels(&self) -> usize {
         self.dims().iter().product()
     }
 
@@ -258,16 +258,22 @@ impl Simulator {
     /// 'cpu' or 'wgpu' and `precision` 'f64' or 'f32' default to the flags' (`-engine`,
     /// `-precision`; cpu f64). With `statistics=True` it returns `(image, stats)`, `stats` C's
     /// printed statistics (`max_I`, `mean`, `rms`, `rmsd`, ...; a list of dicts, one a panel,
-    /// for several panels). The GIL is released while it renders.
-    #[pyo3(signature = (engine=None, precision=None, statistics=false))]
+    /// for several panels). `dtype=numpy.float64` returns the cpu f64 engine's image before
+    /// C's rounding to float32 (for finite differences below 1e-5 relative). The GIL is
+    /// released while it renders.
+    #[pyo3(signature = (engine=None, precision=None, statistics=false, dtype=None))]
     fn render<'py>(
         &self,
         py: Python<'py>,
         engine: Option<&str>,
         precision: Option<&str>,
         statistics: bool,
+        dtype: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let engine = self.engine(engine, precision)?;
+        if wants_float64(py, dtype)? {
+            return self.render_f64(py, engine, statistics);
+        }
         let start = std::time::Instant::now();
         let images = detached(py, || {
             self.setup
@@ -280,28 +286,9 @@ impl Simulator {
                 .collect::<nanobragg::Result<Vec<Image>>>()
         })?;
         let seconds = start.elapsed().as_secs_f64();
-        let stats = match statistics {
-            false => None,
-            true => Some(
-                self.setup
-                    .panels
-                    .iter()
-                    .zip(&images)
-                    .map(|((_, exp), image)| statistics_dict(py, exp, image, seconds))
-                    .collect::<PyResult<Vec<_>>>()?,
-            ),
-        };
-        let data = match images.len() {
-            1 => images.into_iter().next().expect("one").data,
-            _ => images.into_iter().flat_map(|i| i.data).collect(),
-        };
-        let array = arrays::image(py, data, &self.dims())?.into_any().unbind();
-        Ok(match stats {
-            None => array,
-            Some(mut s) if !self.setup.stacked => (array, s.remove(0)).into_pyobject(py)?.into_any().unbind(),
-            Some(s) => (array, s).into_pyobject(py)?.into_any().unbind(),
-        })
+        self.with_statistics(py, images, statistics, seconds)
     }
+
 
     /// Every continuous parameter, name → float64 array, in the library's units: `cell` (Å,
     /// rad), `misset` (rad), `phi` (rad), `mosaic_spread` (rad), `distance` (m),
@@ -591,5 +578,68 @@ impl Simulator {
 
     fn __repr__(&self) -> String {
         format!("nanobragg.Simulator({:?})", self.setup.flags.join(" "))
+    }
+}
+
+impl Simulator {
+    /// `images` (one a panel) as the array `render` returns, with C's statistics when asked.
+    fn with_statistics(&self, py: Python<'_>, images: Vec<Image>, statistics: bool, seconds: f64) -> PyResult<Py<PyAny>> {
+        let stats = match statistics {
+            false => None,
+            true => Some(
+                self.setup
+                    .panels
+                    .iter()
+                    .zip(&images)
+                    .map(|((_, exp), image)| statistics_dict(py, exp, image, seconds))
+                    .collect::<PyResult<Vec<_>>>()?,
+            ),
+        };
+        let data = match images.len() {
+            1 => images.into_iter().next().expect("one").data,
+            _ => images.into_iter().flat_map(|i| i.data).collect(),
+        };
+        let array = arrays::image(py, data, &self.dims())?.into_any().unbind();
+        Ok(match stats {
+            None => array,
+            Some(mut s) if !self.setup.stacked => (array, s.remove(0)).into_pyobject(py)?.into_any().unbind(),
+            Some(s) => (array, s).into_pyobject(py)?.into_any().unbind(),
+        })
+    }
+
+    /// `render(dtype=numpy.float64)`: the f64 engine's image before C's rounding to float32
+    /// (the forward pass of the library's `Simulator`, one thread).
+    fn render_f64(&self, py: Python<'_>, engine: Engine, statistics: bool) -> PyResult<Py<PyAny>> {
+        if statistics {
+            return Err(value_error(
+                "dtype=float64 with statistics=True: C's statistics are of the float32 image; call render(statistics=True) for them",
+            ));
+        }
+        if engine != Engine::default() {
+            return Err(value_error(format!(
+                "dtype=float64: the {} engine computes in f32; float64 images come from the cpu engine in f64",
+                engine.name()
+            )));
+        }
+        let values = detached(py, || {
+            self.setup
+                .panels
+                .iter()
+                .map(|(cfg, exp)| engine.run(ImageValuesAt(self.at(cfg, exp, &engine))))
+                .collect::<nanobragg::Result<Vec<Vec<f64>>>>()
+        })?;
+        Ok(arrays::image(py, values.concat(), &self.dims())?.into_any().unbind())
+    }
+}
+
+/// Whether `dtype` asks for float64 (numpy's float64, `"float64"`, `"f8"`, `float`); float32
+/// (the default) otherwise, any other dtype an error.
+fn wants_float64(py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    let Some(dtype) = dtype else { return Ok(false) };
+    let name: String = py.import("numpy")?.getattr("dtype")?.call1((dtype,))?.getattr("name")?.extract()?;
+    match name.as_str() {
+        "float64" => Ok(true),
+        "float32" => Ok(false),
+        other => Err(value_error(format!("dtype {other}: expected numpy.float32 or numpy.float64"))),
     }
 }

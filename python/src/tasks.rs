@@ -11,7 +11,8 @@ use nanobragg::gradient::{image_vjp, ParamGradient};
 use nanobragg::refine::objective::render_params;
 use nanobragg::refine::{ImageObjective, Loss, Objective, Selection};
 use nanobragg::simulate::{Image, RenderOptions};
-use nanobragg::{Experiment, Params, PixelKernel, Result};
+use nanobragg::refine::gradcheck::ImageLoss;
+use nanobragg::{gradcheck, Experiment, GradcheckOptions, GradcheckReport, Params, PixelKernel, Result, Simulator};
 
 /// Parameter values that replace the configuration's: `(PARAMETERS name, values)`.
 pub type Values = [(String, Vec<f64>)];
@@ -146,5 +147,36 @@ impl BackendTask for LossAt<'_> {
         objective.mask = self.mask;
         objective.options = opts;
         objective.value_grad(&x)
+    }
+}
+
+/// The image at the parameters in the engine's own precision, not rounded to f32 (the
+/// `Simulator`'s forward pass, `[slow, fast]` fast-major).
+pub struct ImageValuesAt<'a>(pub At<'a>);
+
+impl BackendTask for ImageValuesAt<'_> {
+    type Output = Vec<f64>;
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Vec<f64>> {
+        let At { cfg, exp, values, .. } = self.0;
+        let mut sim = Simulator::<B>::from_experiment(cfg, exp.clone(), device)?;
+        sim.params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
+        nanobragg::scene::to_host(sim.forward())
+    }
+}
+
+/// `nanobragg::gradcheck` of the simulator at the parameters, on the engine's autodiff backend.
+pub struct GradcheckAt<'a, 'l> {
+    pub at: At<'a>,
+    pub loss: Option<&'l mut ImageLoss<'l>>,
+    pub options: &'a GradcheckOptions,
+}
+
+impl BackendTask for GradcheckAt<'_, '_> {
+    type Output = GradcheckReport;
+    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<GradcheckReport> {
+        let At { cfg, exp, values, .. } = self.at;
+        let mut sim = Simulator::<Autodiff<B>>::from_experiment(cfg, exp.clone(), device)?;
+        sim.params = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.no_grad();
+        gradcheck(&sim, self.loss, self.options)
     }
 }

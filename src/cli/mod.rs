@@ -54,7 +54,7 @@ const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
 const EV_ANGSTROM: f64 = 12398.42;
 
 /// Options of this port that are not part of the C program's configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunOptions {
     /// `-engine cpu|wgpu` (default cpu).
     pub engine: EngineKind,
@@ -69,12 +69,22 @@ pub struct RunOptions {
     pub threads: Option<usize>,
     /// `-allow_nonfinite`: NaN pixels are a warning instead of an error.
     pub allow_nonfinite: bool,
+    /// `-gpu N|NAME`: the adapter of the wgpu engine, an index in [`crate::gpu_adapters`] or
+    /// a part of its name; `None`: burn-wgpu's default adapter.
+    pub gpu: Option<String>,
 }
 
 impl RunOptions {
     /// The engine these options select (see [`Engine::select`]; reads `NANOBRAGG_FUSION`).
     pub fn engine(&self) -> Result<Engine> {
-        Engine::select(self.engine, self.precision, self.fusion)
+        let engine = Engine::select(self.engine, self.precision, self.fusion)?;
+        if let (Engine::Wgpu { .. }, Some(choice)) = (engine, &self.gpu) {
+            crate::gpu::select_gpu(choice).map_err(|message| Error::Engine {
+                engine: engine.name().into(),
+                message,
+            })?;
+        }
+        Ok(engine)
     }
 
     /// The threads this run may keep busy (`-nthreads`, else `OMP_NUM_THREADS`, else
@@ -949,6 +959,7 @@ fn apply(st: &mut State, it: &Item<'_>) -> Result<()> {
                 other => return Err(v.err(format!("unknown engine '{other}' (available: cpu, wgpu)"))),
             }
         }
+        Opt::Gpu => st.opts.gpu = Some(v.text(0).to_string()),
         Opt::Fusion => {
             st.opts.fusion = match crate::engine::parse_switch(v.text(0)) {
                 Ok(Some(f)) => Some(f),

@@ -793,6 +793,7 @@ fn run_options() {
             memory_budget_bytes: Some(512 << 20),
             threads: Some(3),
             allow_nonfinite: false,
+            gpu: None,
         }
     );
     assert_eq!(run(&[]).1.threads, None);
@@ -1058,13 +1059,13 @@ fn apply_args_equals_appending_the_flags() {
     }
     // -img/-mask and -h are refused
     let base = run(&["-cell", "100"]);
-    assert!(apply_args(&base.0, base.1, &["-mask", "m.img"]).is_err());
-    assert!(apply_args(&base.0, base.1, &["-h"]).is_err());
+    assert!(apply_args(&base.0, base.1.clone(), &["-mask", "m.img"]).is_err());
+    assert!(apply_args(&base.0, base.1.clone(), &["-h"]).is_err());
     assert_flag_err_apply(&base, &["-lambda", "-1"], "-lambda", "must be > 0");
 }
 
 fn assert_flag_err_apply(base: &(SimConfig, RunOptions), args: &[&str], flag: &str, text: &str) {
-    match apply_args(&base.0, base.1, args) {
+    match apply_args(&base.0, base.1.clone(), args) {
         Err(Error::Flag { flag: f, message }) => {
             assert_eq!(f, flag);
             assert!(message.contains(text), "{message}");

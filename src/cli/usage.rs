@@ -149,6 +149,9 @@ Port options
                             group's own axes))
   -engine cpu|wgpu          compute engine: burn-ndarray on the CPU (default), or burn-wgpu
                             (f32; a GPU through Vulkan, Metal on macOS; llvmpipe without one)
+  -gpu N|NAME               the wgpu engine's adapter: its index, or a part of its name
+                            (default: the platform's high-performance adapter); a wrong one
+                            is an error that lists them
   -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
   -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)

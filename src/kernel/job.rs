@@ -271,7 +271,7 @@ impl Switches {
 /// products: [`at::VJP_IMAGE_ROWS_CPU`] where burn-wgpu's adapter is a CPU, else
 /// [`at::VJP_IMAGE_ROWS`].
 fn vjp_image_rows() -> usize {
-    if crate::engine::wgpu_adapter_is_cpu() {
+    if crate::gpu::wgpu_adapter_is_cpu() {
         at::VJP_IMAGE_ROWS_CPU
     } else {
         at::VJP_IMAGE_ROWS

@@ -7,11 +7,13 @@
 //! * [`panels`] — the same for a detector of many panels, with the rigid motions of panel
 //!   groups among the variables;
 //! * [`optimizer`], [`adam`], [`lbfgs`] — burn's Adam and a hand-written L-BFGS behind one
-//!   interface, logging every iteration.
+//!   interface, logging every iteration;
+//! * [`gradcheck`] — the analytic gradient of a loss against central differences.
 //!
 //! See `docs/refinement.md`.
 
 pub mod adam;
+pub mod gradcheck;
 pub mod lbfgs;
 pub mod loss;
 pub mod objective;
@@ -21,6 +23,7 @@ pub mod selection;
 pub mod uncertainty;
 
 pub use adam::Adam;
+pub use gradcheck::{gradcheck, ComponentCheck, GradcheckOptions, GradcheckReport};
 pub use lbfgs::Lbfgs;
 pub use loss::{Loss, LossValue};
 pub use objective::{ImageObjective, Objective};

@@ -365,7 +365,7 @@ pub fn check_shot_list(
 ) -> Result<Vec<Shot>> {
     let (shots, mut errors) = parse_lines(path, text, base_seed);
     for s in &shots {
-        if let Err(e) = s.configure(base, opts) {
+        if let Err(e) = s.configure(base, opts.clone()) {
             errors.push((s.line().unwrap_or(0), e));
         }
     }
@@ -402,7 +402,7 @@ pub fn random_shots(count: usize, base_seed: i64) -> Vec<Shot> {
 
 /// Checks every shot's configuration against the base; all errors together.
 pub fn validate(shots: &[Shot], base: &SimConfig, opts: RunOptions) -> Result<()> {
-    let errors: Vec<Error> = shots.iter().filter_map(|s| s.configure(base, opts).err()).collect();
+    let errors: Vec<Error> = shots.iter().filter_map(|s| s.configure(base, opts.clone()).err()).collect();
     if errors.is_empty() {
         Ok(())
     } else {

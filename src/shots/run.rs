@@ -80,10 +80,10 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
     let base_seed = base.output.seed.unwrap_or(0);
     let shots = match &opts.source {
         // every shot is checked before anything is rendered
-        ShotSource::File(path) => read_shot_list(path, base_seed, &base, run_opts)?,
+        ShotSource::File(path) => read_shot_list(path, base_seed, &base, run_opts.clone())?,
         ShotSource::Random(n) => {
             let shots = random_shots(*n, base_seed);
-            validate(&shots, &base, run_opts)?;
+            validate(&shots, &base, run_opts.clone())?;
             shots
         }
     };
@@ -214,7 +214,7 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
             while i < todo.len() && group.len() < opts.batch.max(1) {
                 let next = match ahead.take() {
                     Some(p) => p,
-                    None => match prepare(todo[i], &base, run_opts, &mut grids, &mut warned) {
+                    None => match prepare(todo[i], &base, run_opts.clone(), &mut grids, &mut warned) {
                         Ok(p) => p,
                         // the shots before it are rendered first
                         Err(_) if !group.is_empty() => break,

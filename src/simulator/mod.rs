@@ -111,13 +111,27 @@ impl<B: PixelKernel> Simulator<B> {
 
     fn with_grid(cfg: &SimConfig, grid: Option<crate::io::hkl::HklGrid>, device: &B::Device) -> Result<Self> {
         let exp = Experiment::with_structure_factors(cfg, grid)?;
-        let options = forward_options();
+        Self::from_experiment(cfg, exp, device)
+    }
+
+    /// A simulator from a configuration and the experiment the host already resolved from it
+    /// ([`Experiment::new`], or [`Experiment::with_structure_factors`] with the structure
+    /// factors it read), its parameters at the experiment's values (trainable). Nothing is read
+    /// again: bindings that keep a resolved experiment make simulators this way.
+    ///
+    /// A detector of several panels is refused, as by [`Simulator::new`].
+    pub fn from_experiment(cfg: &SimConfig, exp: Experiment, device: &B::Device) -> Result<Self> {
+        if cfg.detector.panels.is_some() {
+            return Err(Error::Config(
+                "Simulator::from_experiment renders one panel; give each panel's own configuration (Simulator::panels)".into(),
+            ));
+        }
         Ok(Self {
             params: Params::new(cfg, &exp, device),
             setup: Arc::new(Setup {
                 cfg: cfg.clone(),
                 exp,
-                options,
+                options: forward_options(),
             }),
         })
     }

@@ -365,3 +365,48 @@ fn no_adapter_is_an_engine_error_not_a_panic() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// `-gpu` picks an adapter of `nanobragg::gpu_adapters()` by index or by a part of its name;
+/// the image is the same as on the default adapter when that is the one picked, and a wrong
+/// choice exits 9 naming the flag and listing the adapters.
+#[test]
+fn cli_picks_the_adapter_by_index_or_name() {
+    if !common::engine_available(Engine::Wgpu { fusion: true }) {
+        return;
+    }
+    let adapters = nanobragg::gpu_adapters().expect("the adapters are listed where wgpu starts");
+    assert!(!adapters.is_empty());
+    let first = &adapters[0];
+    let floatfile = |extra: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let out_path = dir.path().join("float.bin");
+        let mut a: Vec<String> = args(&["-engine", "wgpu"]).iter().map(|s| s.to_string()).collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.extend(["-floatfile".to_string(), out_path.display().to_string()]);
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = nanobragg(&refs, &[]);
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        (std::fs::read(&out_path).unwrap(), stdout)
+    };
+    let (by_index, stdout) = floatfile(&["-gpu", "0"]);
+    assert!(stdout.contains(&format!("on {} (", first.name)), "{stdout}");
+    // a unique word of the name picks it too, whatever its case
+    let word = first
+        .name
+        .split_whitespace()
+        .find(|w| adapters.iter().filter(|a| a.name.contains(*w)).count() == 1)
+        .map(|w| w.to_uppercase());
+    if let Some(word) = word {
+        let (by_name, stdout) = floatfile(&["-gpu", &word]);
+        assert!(stdout.contains(&format!("on {} (", first.name)), "{stdout}");
+        assert_eq!(by_name, by_index, "the same adapter renders the same image");
+    }
+    for wrong in ["99", "no-such-adapter"] {
+        let out = nanobragg(&args(&["-engine", "wgpu", "-gpu", wrong]), &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{stderr}");
+        assert!(stderr.contains(&format!("-gpu {wrong}")), "{stderr}");
+        assert!(stderr.contains(&format!("0: {}", first.name)), "lists the adapters: {stderr}");
+    }
+}
