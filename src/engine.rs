@@ -18,8 +18,8 @@
 
 use crate::config::SimConfig;
 use crate::derivative::{derivative_images, DerivativeImage};
-use crate::error::{Error, Result};
 use crate::error::panic_message;
+use crate::error::{Error, Result};
 use crate::gpu::wgpu_probe;
 use crate::gradient::{image_vjp, ParamGradient};
 use crate::kernel::PixelKernel;

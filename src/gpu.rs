@@ -26,7 +26,11 @@ pub struct Adapter {
 
 impl std::fmt::Display for Adapter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} ({}, {}, {})", self.index, self.name, self.device_type, self.backend, self.driver)
+        write!(
+            f,
+            "{}: {} ({}, {}, {})",
+            self.index, self.name, self.device_type, self.backend, self.driver
+        )
     }
 }
 
@@ -35,14 +39,19 @@ static CHOSEN: OnceLock<usize> = OnceLock::new();
 
 /// Choose the adapter the wgpu engines use in this process: `choice` is an index in
 /// [`gpu_adapters`] (`"0"`, `"1"`, …) or a case-insensitive part of one adapter's name
-/// (`"nvidia"`, `"llvmpipe"`). Returns the adapter.
+/// (`"nvidia"`, `"llvmpipe"`). Returns the adapter. `"list"` is an error whose message lists
+/// the adapters (`-gpu list`).
 ///
 /// Errors (the message lists the adapters): no adapter matches, a name matches several, or the
 /// process already chose, or already rendered on, another adapter.
 pub fn select_gpu(choice: &str) -> Result<Adapter, String> {
     let adapters = gpu_adapters()?;
     let adapter = find(&adapters, choice)?;
-    if adapter.device_type == "Cpu" && adapters.iter().any(|a| a.device_type == "Cpu" && a.index < adapter.index) {
+    if adapter.device_type == "Cpu"
+        && adapters
+            .iter()
+            .any(|a| a.device_type == "Cpu" && a.index < adapter.index)
+    {
         return Err(format!(
             "-gpu {choice}: {} is not the first CPU adapter, and burn-wgpu opens only the first; adapters:\n{}",
             adapter.name,
@@ -70,6 +79,9 @@ fn find<'a>(adapters: &'a [Adapter], choice: &str) -> Result<&'a Adapter, String
     if adapters.is_empty() {
         return Err(format!("-gpu {choice}: no adapter found{}", no_adapter_hint()));
     }
+    if choice == "list" {
+        return Err(format!("-gpu list: the adapters are\n{}", listing(adapters)));
+    }
     if let Ok(i) = choice.parse::<usize>() {
         return adapters
             .get(i)
@@ -82,7 +94,10 @@ fn find<'a>(adapters: &'a [Adapter], choice: &str) -> Result<&'a Adapter, String
         .collect();
     match matching.as_slice() {
         [one] => Ok(one),
-        [] => Err(format!("-gpu {choice}: no adapter's name contains '{choice}'; adapters:\n{}", listing(adapters))),
+        [] => Err(format!(
+            "-gpu {choice}: no adapter's name contains '{choice}'; adapters:\n{}",
+            listing(adapters)
+        )),
         _ => Err(format!(
             "-gpu {choice}: several adapters' names contain '{choice}' (give an index); adapters:\n{}",
             listing(adapters)
@@ -166,7 +181,10 @@ pub(crate) fn wgpu_device() -> burn::backend::wgpu::WgpuDevice {
         return WgpuDevice::default();
     };
     let a = &adapters[chosen];
-    let k = adapters[..chosen].iter().filter(|b| b.device_type == a.device_type).count();
+    let k = adapters[..chosen]
+        .iter()
+        .filter(|b| b.device_type == a.device_type)
+        .count();
     match a.device_type.as_str() {
         "DiscreteGpu" => WgpuDevice::DiscreteGpu(k),
         "IntegratedGpu" => WgpuDevice::IntegratedGpu(k),
@@ -292,10 +310,21 @@ mod tests {
         assert_eq!(find(&list, "LLVMpipe").unwrap().index, 2);
         assert_eq!(find(&list, " h200 ").unwrap().index, 0);
         let several = find(&list, "nvidia").unwrap_err();
-        assert!(several.contains("several") && several.contains("1: NVIDIA H100"), "{several}");
+        assert!(
+            several.contains("several") && several.contains("1: NVIDIA H100"),
+            "{several}"
+        );
         let missing = find(&list, "3").unwrap_err();
-        assert!(missing.contains("no adapter 3") && missing.contains("2: llvmpipe"), "{missing}");
-        assert!(find(&list, "radeon").unwrap_err().contains("no adapter's name contains 'radeon'"));
+        assert!(
+            missing.contains("no adapter 3") && missing.contains("2: llvmpipe"),
+            "{missing}"
+        );
+        assert!(find(&list, "radeon")
+            .unwrap_err()
+            .contains("no adapter's name contains 'radeon'"));
         assert!(find(&[], "0").unwrap_err().contains("mesa-vulkan-drivers"));
+        assert!(find(&list, "list")
+            .unwrap_err()
+            .contains("the adapters are\n  0: NVIDIA H200"));
     }
 }

@@ -30,7 +30,7 @@ use burn::tensor::{backend::Backend, Bool, ElementConversion, Int, Tensor, Tenso
 
 /// Elements per `[samples, orientations]` intermediate aimed for (cache-sized).
 const CACHE_ELEMENTS: usize = 1 << 15;
-/// Chunk cap of forward+backward passes (see [`gradient_chunking`]; measured in
+/// Chunk cap of forward+backward passes (see [`gradient_spans`]; measured in
 /// docs/gradients.md).
 const GRADIENT_ELEMENTS: usize = 1 << 17;
 /// Default memory budget for intermediates (bytes).

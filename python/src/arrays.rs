@@ -8,7 +8,11 @@ use pyo3::prelude::*;
 
 /// `data` (slow-major rows of `fast` pixels, stacked panels first) as a numpy array of `shape`,
 /// owning `data`.
-pub fn image<'py, T: numpy::Element>(py: Python<'py>, data: Vec<T>, shape: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+pub fn image<'py, T: numpy::Element>(
+    py: Python<'py>,
+    data: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
     Array::from_shape_vec(IxDyn(shape), data)
         .map(|a| a.into_pyarray(py))
         .map_err(|e| value_error(format!("image of shape {shape:?}: {e}")))

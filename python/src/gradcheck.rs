@@ -47,7 +47,12 @@ impl Report {
     /// One dict a component, in the order checked.
     #[getter]
     fn checks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let dicts = self.0.checks.iter().map(|c| check_dict(py, c)).collect::<PyResult<Vec<_>>>()?;
+        let dicts = self
+            .0
+            .checks
+            .iter()
+            .map(|c| check_dict(py, c))
+            .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, dicts)
     }
 
@@ -89,9 +94,11 @@ fn py_loss<'py>(loss: Option<Bound<'py, PyAny>>, pixels: usize) -> PyResult<PyLo
     if loss.is_callable() {
         return Ok(PyLoss::Function(loss));
     }
-    let w: PyArrayLikeDyn<'py, f64, numpy::AllowTypeChange> = loss
-        .extract()
-        .map_err(|_| value_error("loss: expected None, an array of weights of the image's shape, or a function image -> (value, gradient)"))?;
+    let w: PyArrayLikeDyn<'py, f64, numpy::AllowTypeChange> = loss.extract().map_err(|_| {
+        value_error(
+            "loss: expected None, an array of weights of the image's shape, or a function image -> (value, gradient)",
+        )
+    })?;
     let w: Vec<f64> = w.as_array().iter().copied().collect();
     if w.len() != pixels {
         return Err(value_error(format!("loss: {} weights for {pixels} pixels", w.len())));

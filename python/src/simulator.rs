@@ -289,7 +289,6 @@ impl Simulator {
         self.with_statistics(py, images, statistics, seconds)
     }
 
-
     /// Every continuous parameter, name → float64 array, in the library's units: `cell` (Å,
     /// rad), `misset` (rad), `phi` (rad), `mosaic_spread` (rad), `distance` (m),
     /// `close_distance` (m, when given), `beam_center` (m), `detector_rotation` (rad),
@@ -583,7 +582,13 @@ impl Simulator {
 
 impl Simulator {
     /// `images` (one a panel) as the array `render` returns, with C's statistics when asked.
-    fn with_statistics(&self, py: Python<'_>, images: Vec<Image>, statistics: bool, seconds: f64) -> PyResult<Py<PyAny>> {
+    fn with_statistics(
+        &self,
+        py: Python<'_>,
+        images: Vec<Image>,
+        statistics: bool,
+        seconds: f64,
+    ) -> PyResult<Py<PyAny>> {
         let stats = match statistics {
             false => None,
             true => Some(
@@ -636,10 +641,17 @@ impl Simulator {
 /// (the default) otherwise, any other dtype an error.
 fn wants_float64(py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
     let Some(dtype) = dtype else { return Ok(false) };
-    let name: String = py.import("numpy")?.getattr("dtype")?.call1((dtype,))?.getattr("name")?.extract()?;
+    let name: String = py
+        .import("numpy")?
+        .getattr("dtype")?
+        .call1((dtype,))?
+        .getattr("name")?
+        .extract()?;
     match name.as_str() {
         "float64" => Ok(true),
         "float32" => Ok(false),
-        other => Err(value_error(format!("dtype {other}: expected numpy.float32 or numpy.float64"))),
+        other => Err(value_error(format!(
+            "dtype {other}: expected numpy.float32 or numpy.float64"
+        ))),
     }
 }

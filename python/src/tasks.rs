@@ -8,10 +8,10 @@ use nanobragg::config::SimConfig;
 use nanobragg::derivative::{derivative_images_at, DerivativeImage};
 use nanobragg::engine::BackendTask;
 use nanobragg::gradient::{image_vjp, ParamGradient};
+use nanobragg::refine::gradcheck::ImageLoss;
 use nanobragg::refine::objective::render_params;
 use nanobragg::refine::{ImageObjective, Loss, Objective, Selection};
 use nanobragg::simulate::{Image, RenderOptions};
-use nanobragg::refine::gradcheck::ImageLoss;
 use nanobragg::{gradcheck, Experiment, GradcheckOptions, GradcheckReport, Params, PixelKernel, Result, Simulator};
 
 /// Parameter values that replace the configuration's: `(PARAMETERS name, values)`.

@@ -45,7 +45,11 @@ pub struct ObservedImage {
 impl ObservedImage {
     /// The header value of `key` (the last one, as C reads SMV headers).
     pub fn header_value(&self, key: &str) -> Option<&str> {
-        self.header.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.header
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Photons per pixel: counts minus the ADC offset `adc` (ADU; nanoBragg's `-adc`, 40 by
@@ -161,7 +165,9 @@ fn read_nexus(path: &Path) -> Result<ObservedImage> {
     let mut header = vec![("data".to_string(), data_path.to_string())];
     for (key, at) in NEXUS_HEADER {
         let Ok(ds) = file.dataset(at) else { continue };
-        let Ok(values) = ds.read_numeric_as::<f64>() else { continue };
+        let Ok(values) = ds.read_numeric_as::<f64>() else {
+            continue;
+        };
         let text: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
         let units = ds.attr("units").and_then(|a| a.read_string()).unwrap_or_default();
         let value = format!("{} {}", text.join(","), units);

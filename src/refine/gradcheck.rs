@@ -134,13 +134,13 @@ impl fmt::Display for GradcheckReport {
         writeln!(f, "gradcheck: loss {:.9e}", self.loss)?;
         writeln!(
             f,
-            "{:<14} {:>6} {:>14} {:>10} {:>16} {:>16} {:>10}  ok",
+            "{:<14} {:>9} {:>14} {:>10} {:>16} {:>16} {:>10}  ok",
             "component", "unit", "x", "step", "analytic", "numeric", "rel. err"
         )?;
         for c in &self.checks {
             writeln!(
                 f,
-                "{:<14} {:>6} {:>14.6e} {:>10.3e} {:>16.9e} {:>16.9e} {:>10.2e}  {}",
+                "{:<14} {:>9} {:>14.6e} {:>10.3e} {:>16.9e} {:>16.9e} {:>10.2e}  {}",
                 c.name,
                 c.unit,
                 c.x,
@@ -151,15 +151,7 @@ impl fmt::Display for GradcheckReport {
                 if c.passed { "yes" } else { "NO" }
             )?;
         }
-        write!(
-            f,
-            "{}",
-            if self.passed() {
-                "passed"
-            } else {
-                "FAILED"
-            }
-        )
+        write!(f, "{}", if self.passed() { "passed" } else { "FAILED" })
     }
 }
 
@@ -177,7 +169,11 @@ pub fn gradcheck_weights(n: usize) -> Vec<f64> {
 /// Use an f64 backend (`Autodiff<NdArray<f64>>`): in f32 the differences drown in rounding.
 /// Errors: an unknown component or one this configuration does not have, or a loss whose
 /// gradient does not have one value per pixel.
-pub fn gradcheck<B>(sim: &Simulator<B>, loss: Option<&mut ImageLoss<'_>>, options: &GradcheckOptions) -> Result<GradcheckReport>
+pub fn gradcheck<B>(
+    sim: &Simulator<B>,
+    loss: Option<&mut ImageLoss<'_>>,
+    options: &GradcheckOptions,
+) -> Result<GradcheckReport>
 where
     B: AutodiffBackend + PixelKernel,
 {
@@ -208,7 +204,8 @@ fn linear_loss(weights: Vec<f64>) -> impl FnMut(&[f64]) -> Result<(f64, Vec<f64>
     move |image: &[f64]| Ok((image.iter().zip(&weights).map(|(i, w)| i * w).sum(), weights.clone()))
 }
 
-/// The selection of the named components, or of every one the parameters have.
+/// The selection of the named components, or of every one the parameters have (and refinement
+/// can step: not the logarithm of a 0, no water or no mosaic spread).
 fn selection<B: AutodiffBackend>(params: &Params<B>, names: &[String]) -> Result<Selection> {
     if !names.is_empty() {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -231,13 +228,23 @@ fn step_of(options: &GradcheckOptions, name: &str, x: f64) -> f64 {
 }
 
 /// The check of component `c` at `(x, step)`: `(analytic, numeric)` for a loss of `value`.
-fn check(c: &super::Component, (x, step): (f64, f64), (analytic, numeric): (f64, f64), value: f64, o: &GradcheckOptions) -> ComponentCheck {
+fn check(
+    c: &super::Component,
+    (x, step): (f64, f64),
+    (analytic, numeric): (f64, f64),
+    value: f64,
+    o: &GradcheckOptions,
+) -> ComponentCheck {
     let scale = analytic.abs().max(numeric.abs());
     let diff = (analytic - numeric).abs();
     let tolerance = o.atol + o.rtol * scale + o.loss_rounding * value.abs() / step;
     ComponentCheck {
         name: c.label.clone(),
-        unit: if c.log { format!("ln {}", c.unit) } else { c.unit.to_string() },
+        unit: if c.log {
+            format!("ln {}", c.unit)
+        } else {
+            c.unit.to_string()
+        },
         x,
         step,
         analytic,

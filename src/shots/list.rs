@@ -402,7 +402,10 @@ pub fn random_shots(count: usize, base_seed: i64) -> Vec<Shot> {
 
 /// Checks every shot's configuration against the base; all errors together.
 pub fn validate(shots: &[Shot], base: &SimConfig, opts: RunOptions) -> Result<()> {
-    let errors: Vec<Error> = shots.iter().filter_map(|s| s.configure(base, opts.clone()).err()).collect();
+    let errors: Vec<Error> = shots
+        .iter()
+        .filter_map(|s| s.configure(base, opts.clone()).err())
+        .collect();
     if errors.is_empty() {
         Ok(())
     } else {

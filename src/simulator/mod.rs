@@ -123,7 +123,8 @@ impl<B: PixelKernel> Simulator<B> {
     pub fn from_experiment(cfg: &SimConfig, exp: Experiment, device: &B::Device) -> Result<Self> {
         if cfg.detector.panels.is_some() {
             return Err(Error::Config(
-                "Simulator::from_experiment renders one panel; give each panel's own configuration (Simulator::panels)".into(),
+                "Simulator::from_experiment renders one panel; give each panel's own configuration (Simulator::panels)"
+                    .into(),
             ));
         }
         Ok(Self {

@@ -21,7 +21,9 @@ fn root() -> PathBuf {
 /// The ```toml block after [`MARKER`] in `docs/embedding.md`.
 fn documented_manifest() -> String {
     let page = std::fs::read_to_string(root().join("docs/embedding.md")).unwrap();
-    let after = &page[page.find(MARKER).expect("docs/embedding.md marks the outside-crate manifest")..];
+    let after = &page[page
+        .find(MARKER)
+        .expect("docs/embedding.md marks the outside-crate manifest")..];
     let start = after.find("```toml\n").expect("a toml block after the marker") + "```toml\n".len();
     let len = after[start..].find("```").expect("the block ends");
     after[start..start + len].to_string()
@@ -43,11 +45,18 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn the_documented_manifest_builds_the_external_crate_outside_the_repository() {
     if !root().join(".git").exists() {
-        eprintln!("SKIP: {} is not a git checkout: the manifest's git URL needs one", root().display());
+        eprintln!(
+            "SKIP: {} is not a git checkout: the manifest's git URL needs one",
+            root().display()
+        );
         return;
     }
     let manifest = documented_manifest();
-    assert_eq!(manifest.matches(PLACEHOLDER).count(), 3, "nanobragg and the two patches:\n{manifest}");
+    assert_eq!(
+        manifest.matches(PLACEHOLDER).count(),
+        3,
+        "nanobragg and the two patches:\n{manifest}"
+    );
     assert!(manifest.contains("burn = { version = \"=0.21.0\""), "{manifest}");
     let url = format!("file://{}", root().display());
     let dir = tempfile::tempdir().unwrap();
@@ -62,9 +71,18 @@ fn the_documented_manifest_builds_the_external_crate_outside_the_repository() {
     cmd.args(["test", "--quiet"])
         .current_dir(&krate)
         .env("CARGO_TARGET_DIR", root().join("target/outside-crate"))
+        // the contract compares with the binary this repository's build made
+        .env("NANOBRAGG_BIN", env!("CARGO_BIN_EXE_nanobragg"))
         .env_remove("RUSTFLAGS");
-    let out = crate::common::output_within(cmd, Duration::from_secs(40 * 60)).expect("the build finished within 40 minutes");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "cargo test of the outside crate failed:\n{stdout}\n{stderr}");
+    let out =
+        crate::common::output_within(cmd, Duration::from_secs(40 * 60)).expect("the build finished within 40 minutes");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "cargo test of the outside crate failed:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("test result: ok"), "{stdout}\n{stderr}");
 }

@@ -385,7 +385,11 @@ fn cli_picks_the_adapter_by_index_or_name() {
         a.extend(["-floatfile".to_string(), out_path.display().to_string()]);
         let refs: Vec<&str> = a.iter().map(String::as_str).collect();
         let out = nanobragg(&refs, &[]);
-        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         (std::fs::read(&out_path).unwrap(), stdout)
     };
@@ -407,6 +411,9 @@ fn cli_picks_the_adapter_by_index_or_name() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(9), "{stderr}");
         assert!(stderr.contains(&format!("-gpu {wrong}")), "{stderr}");
-        assert!(stderr.contains(&format!("0: {}", first.name)), "lists the adapters: {stderr}");
+        assert!(
+            stderr.contains(&format!("0: {}", first.name)),
+            "lists the adapters: {stderr}"
+        );
     }
 }

@@ -51,3 +51,16 @@ def test_vector_round_trip():
     start, _, _ = problem()
     x = start.vector(NAMES)
     assert np.allclose(start.with_vector(NAMES, x).vector(NAMES), x, rtol=1e-12)
+
+
+def test_the_refinement_example_recovers_its_parameters():
+    """examples/python/refine.py, as a user runs it: exits 0 only when every parameter is
+    recovered."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "refine.py")], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "recovered every parameter" in out.stdout
