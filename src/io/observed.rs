@@ -161,7 +161,11 @@ fn read_nexus(path: &Path) -> Result<ObservedImage> {
             ))
         }
     };
-    let counts = data.read_numeric_as::<f64>().map_err(bad)?;
+    // counts are integers (NXmx int32); other writers may store floats
+    let counts = match data.read_numeric_as::<i64>() {
+        Ok(ints) => ints.into_iter().map(|c| c as f64).collect(),
+        Err(_) => data.read_numeric_as::<f64>().map_err(bad)?,
+    };
     let mut header = vec![("data".to_string(), data_path.to_string())];
     for (key, at) in NEXUS_HEADER {
         let Ok(ds) = file.dataset(at) else { continue };
