@@ -5,8 +5,7 @@
 #    PEP 668) with the Python tests' packages, fabio and h5py (tests/python/requirements.txt);
 # 2. `cargo test --release` with that environment's python3 first on the PATH, so the CBF and
 #    NeXus read-back checks run instead of skipping;
-# 3. the wheel, `maturin build --release` into target/wheels (it reuses what step 2 compiled),
-#    installed into the environment;
+# 3. the wheel, `maturin build --release` into target/wheels, installed into the environment;
 # 4. pytest on tests/python (which also installs the wheel into a second, fresh environment).
 #
 # Needs: rustup's Rust, a C compiler (build-essential) and python3 with venv (Debian/Ubuntu:

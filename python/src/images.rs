@@ -22,7 +22,7 @@ pub fn read_image<'py>(
     adc: f64,
     gain: f64,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    if !(gain > 0.0 && gain.is_finite()) || !adc.is_finite() {
+    if !(gain > 0.0 && gain.is_finite() && adc.is_finite()) {
         return Err(value_error(format!(
             "read_image: gain {gain} must be > 0 and adc {adc} finite"
         )));
