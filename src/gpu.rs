@@ -170,9 +170,16 @@ fn instance() -> wgpu::Instance {
 }
 
 /// burn-wgpu's device for the chosen adapter: the k-th adapter of its type, as burn-wgpu
-/// counts them; the default device when none was chosen.
+/// counts them; the default device when none was chosen. Worked out once per process (the
+/// engines call it before every render; a process renders on one adapter).
 #[cfg(feature = "gpu")]
 pub(crate) fn wgpu_device() -> burn::backend::wgpu::WgpuDevice {
+    static DEVICE: OnceLock<burn::backend::wgpu::WgpuDevice> = OnceLock::new();
+    DEVICE.get_or_init(chosen_device).clone()
+}
+
+#[cfg(feature = "gpu")]
+fn chosen_device() -> burn::backend::wgpu::WgpuDevice {
     use burn::backend::wgpu::WgpuDevice;
     let Some(&chosen) = CHOSEN.get() else {
         return WgpuDevice::default();
