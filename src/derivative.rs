@@ -236,6 +236,16 @@ pub fn derivative_images<AB: AutodiffBackend>(
     derivative_images_at::<AB>(cfg, exp, &[], names, opts, device)
 }
 
+/// [`crate::PixelKernel::derivative_images`]'s default: the image and the derivative images
+/// `names` at `at`, by the tensor stages on `Autodiff<B>` ([`derivative_images_at`]).
+pub fn derivative_images_by_stages<B: burn::tensor::backend::Backend>(
+    at: &crate::gradient::At<'_>,
+    names: &[&str],
+    device: &B::Device,
+) -> Result<(Image, Vec<DerivativeImage>)> {
+    derivative_images_at::<burn::backend::Autodiff<B>>(at.cfg, at.exp, at.values, names, at.opts, device)
+}
+
 /// [`derivative_images`] at the configuration's parameters with the named ones set to `values`
 /// (see [`Params::at`]).
 pub fn derivative_images_at<AB: AutodiffBackend>(

@@ -17,19 +17,17 @@
 //! different device (always f32), so it mixes freely with either CPU precision.
 
 use crate::config::SimConfig;
-use crate::derivative::{derivative_images, DerivativeImage};
+use crate::derivative::DerivativeImage;
+use crate::device::init_cpu_dtype;
 use crate::error::panic_message;
 use crate::error::{Error, Result};
 use crate::gpu::wgpu_probe;
-use crate::gradient::{image_vjp, ParamGradient};
+use crate::gradient::{fixed_weights, At, ParamGradient};
 use crate::kernel::PixelKernel;
-use crate::params::Params;
 use crate::setup::Experiment;
 use crate::simulate::{render, render_batch, Image, RenderOptions};
 pub use crate::workers::tune_process;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
-use burn::backend::Autodiff;
-use burn::tensor::backend::Backend;
 use burn::tensor::DType;
 
 /// Environment variable that switches wgpu fusion off (`0`, `off`, `false`) or on (`1`, `on`,
@@ -297,7 +295,7 @@ impl Engine {
     }
 
     /// The image and Σ_p w_p·∂I_p/∂θ for every continuous parameter θ, on this engine
-    /// (`Autodiff` over its backend); see [`crate::gradient::image_vjp`].
+    /// ([`PixelKernel::vjp`]); see [`crate::gradient::image_vjp`].
     pub fn image_vjp(
         &self,
         cfg: &SimConfig,
@@ -314,14 +312,14 @@ impl Engine {
         impl BackendTask for Vjp<'_> {
             type Output = (Image, Vec<ParamGradient>);
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-                // on a GPU, the vector–Jacobian kernel where it covers the configuration
-                if self.opts.pixel_kernel && self.opts.adjoint_kernel {
-                    if let Some(out) = crate::kernel::vjp::image_vjp::<B>(self.cfg, self.exp, self.weights, device)? {
-                        return Ok(out);
-                    }
-                }
-                let params = Params::<Autodiff<B>>::new(self.cfg, self.exp, device).map_tensors(|t| t.require_grad());
-                image_vjp(self.cfg, self.exp, &params, self.weights, &self.opts, device)
+                let at = At {
+                    cfg: self.cfg,
+                    exp: self.exp,
+                    values: &[],
+                    opts: &self.opts,
+                };
+                let vjp = B::vjp(&at, &fixed_weights(self.exp, self.weights)?, device)?;
+                Ok((vjp.image, vjp.gradients))
             }
         }
         self.run(Vjp {
@@ -333,7 +331,7 @@ impl Engine {
     }
 
     /// Derivative images `names` (see [`crate::derivative::DERIVATIVES`]) on this engine
-    /// (`Autodiff` over its backend); see [`crate::derivative::derivative_images`].
+    /// ([`PixelKernel::derivative_images`]); see [`crate::derivative::derivative_images`].
     pub fn derivatives(
         &self,
         cfg: &SimConfig,
@@ -350,14 +348,13 @@ impl Engine {
         impl BackendTask for Derivatives<'_> {
             type Output = Vec<DerivativeImage>;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-                // on a GPU, the derivative-image kernel where it covers the configuration
-                if self.opts.pixel_kernel && self.opts.adjoint_kernel {
-                    let by_kernel = crate::kernel::vjp::derivative_images::<B>(self.cfg, self.exp, self.names, device)?;
-                    if let Some((_, images)) = by_kernel {
-                        return Ok(images);
-                    }
-                }
-                derivative_images::<Autodiff<B>>(self.cfg, self.exp, self.names, &self.opts, device).map(|(_, d)| d)
+                let at = At {
+                    cfg: self.cfg,
+                    exp: self.exp,
+                    values: &[],
+                    opts: &self.opts,
+                };
+                B::derivative_images(&at, self.names, device).map(|(_, d)| d)
             }
         }
         self.run(Derivatives {
@@ -385,24 +382,6 @@ pub fn parse_switch(v: &str) -> std::result::Result<Option<bool>, String> {
         "1" | "on" | "true" | "yes" => Ok(Some(true)),
         "0" | "off" | "false" | "no" => Ok(Some(false)),
         _ => Err("expected on or off (1/0)".into()),
-    }
-}
-
-/// Fix the CPU device's default float dtype once per process; asking for another one later
-/// fails (it would silently compute in the first one). The CPU engines and the host's
-/// evaluation of a GPU simulator's scene ([`crate::kernel::images_at`], f64) ask for it.
-pub(crate) fn init_cpu_dtype<B: Backend>(device: &B::Device, dtype: DType) -> std::result::Result<(), String> {
-    static CHOSEN: std::sync::OnceLock<DType> = std::sync::OnceLock::new();
-    let chosen = *CHOSEN.get_or_init(|| {
-        let _ = burn::tensor::set_default_dtypes::<B>(device, dtype, DType::I64);
-        dtype
-    });
-    if chosen == dtype {
-        Ok(())
-    } else {
-        Err(format!(
-            "this process already renders on the CPU in {chosen:?}; f32 and f64 cannot be mixed in one process"
-        ))
     }
 }
 

@@ -47,8 +47,66 @@ pub struct Vjp {
     pub gradients: Vec<ParamGradient>,
 }
 
+/// Where an image and its gradients are asked for: a configuration, its experiment, the
+/// parameter values that replace the configuration's (`(PARAMETERS name, values)` in the
+/// flags' units, as [`Params::at`] takes them; empty: the configuration's own) and how to
+/// render.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    pub cfg: &'a SimConfig,
+    pub exp: &'a Experiment,
+    pub values: &'a [(String, Vec<f64>)],
+    pub opts: &'a RenderOptions,
+}
+
+impl At<'_> {
+    /// Every present parameter's values at this point, as [`Params::values`] lists them
+    /// (computed on backend `B`).
+    pub fn all_values<B: burn::tensor::backend::Backend>(
+        &self,
+        device: &B::Device,
+    ) -> Result<Vec<(&'static str, Vec<f64>)>> {
+        Params::<B>::at(self.cfg, self.exp, self.values, device)?.values()
+    }
+}
+
+/// The parameter values `values` (as [`Params::values`] lists them) as replacements for
+/// [`At::values`].
+pub fn replacements(values: Vec<(&'static str, Vec<f64>)>) -> Vec<(String, Vec<f64>)> {
+    values.into_iter().map(|(n, v)| (n.to_string(), v)).collect()
+}
+
+/// The weights of [`image_vjp`] as a [`ChunkWeights`]: `weights` fast-major over the whole
+/// detector (`None` = all ones), no loss; an error naming the counts where `weights` does not
+/// cover the detector.
+pub fn fixed_weights<'a>(
+    exp: &Experiment,
+    weights: Option<&'a [f32]>,
+) -> Result<impl Fn(&[u32], &[f64]) -> (f64, Vec<f64>) + Sync + 'a> {
+    let pixels = exp.detector.pixels();
+    if let Some(w) = weights.filter(|w| w.len() != pixels) {
+        return Err(Error::Config(format!("{} weights for {pixels} pixels", w.len())));
+    }
+    Ok(move |chunk: &[u32], _: &[f64]| {
+        let w = chunk.iter().map(|&i| weights.map_or(1.0, |w| w[i as usize] as f64));
+        (0.0, w.collect())
+    })
+}
+
+/// [`crate::PixelKernel::vjp`]'s default: the image at `at` and the loss and Σ_p w_p·∂I_p/∂θ
+/// with the weights `weigh` returns, by the tensor stages on `Autodiff<B>`
+/// ([`weighted_vjp`]).
+pub fn vjp_by_stages<B: burn::tensor::backend::Backend>(
+    at: &At<'_>,
+    weigh: &ChunkWeights<'_>,
+    device: &B::Device,
+) -> Result<Vjp> {
+    let params = Params::<burn::backend::Autodiff<B>>::at(at.cfg, at.exp, at.values, device)?;
+    weighted_vjp(at.cfg, at.exp, &params, weigh, at.opts, device)
+}
+
 /// The image at `params`, and Σ_p w_p·∂I_p/∂θ for every parameter θ (`weights` fast-major
-/// over the whole detector; `None` = all ones).
+/// over the whole detector; `None` = all ones), by the tensor stages.
 pub fn image_vjp<B: AutodiffBackend>(
     cfg: &SimConfig,
     exp: &Experiment,
@@ -57,16 +115,7 @@ pub fn image_vjp<B: AutodiffBackend>(
     opts: &RenderOptions,
     device: &B::Device,
 ) -> Result<(Image, Vec<ParamGradient>)> {
-    let pixels = exp.detector.pixels();
-    if let Some(w) = weights {
-        if w.len() != pixels {
-            return Err(Error::Config(format!("{} weights for {pixels} pixels", w.len())));
-        }
-    }
-    let weigh = |chunk: &[u32], _: &[f64]| {
-        let w = chunk.iter().map(|&i| weights.map_or(1.0, |w| w[i as usize] as f64));
-        (0.0, w.collect())
-    };
+    let weigh = fixed_weights(exp, weights)?;
     let vjp = weighted_vjp(cfg, exp, params, &weigh, opts, device)?;
     Ok((vjp.image, vjp.gradients))
 }

@@ -10,8 +10,10 @@
 pub mod cli;
 pub mod components;
 pub mod config;
+#[cfg(feature = "app")]
 pub mod console;
 pub mod derivative;
+pub(crate) mod device;
 pub mod diff;
 pub mod drive;
 pub mod engine;
@@ -34,6 +36,7 @@ pub mod refine;
 pub mod rng;
 pub mod scene;
 pub mod setup;
+#[cfg(feature = "app")]
 pub mod shots;
 pub mod simulate;
 pub mod simulator;

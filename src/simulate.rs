@@ -133,16 +133,11 @@ fn plan(exp: &Experiment, scene: &Scene, active: usize, opts: &RenderOptions, pe
     }
 }
 
-/// Render the image on backend `B`: by its one-kernel render when `opts.pixel_kernel` asks for
-/// it and `B` has one, else by the tensor stages.
+/// Render the image on backend `B` ([`PixelKernel::render`]: its one-kernel render where it
+/// has one and `opts.pixel_kernel` asks for it, else the tensor stages).
 pub fn render<B: PixelKernel>(exp: &Experiment, opts: &RenderOptions, device: &B::Device) -> Result<Image> {
-    let scene = Scene::new(exp);
-    if let Some(mut images) = render_by_kernel::<B>(exp, &scene, opts, device)? {
-        return Ok(images.swap_remove(0));
-    }
-    render_scene(exp, &scene, opts, device, &|| {
-        SceneTensors::<B>::new(&scene, exp, device)
-    })
+    let mut images = B::render(exp, &Scene::new(exp), opts, device)?;
+    Ok(images.swap_remove(0))
 }
 
 /// Render several shots in one batched graph on backend `B`: `shots` must pairwise pass
@@ -159,32 +154,18 @@ pub fn render_batch<B: PixelKernel>(
     let exp = shots.first().expect("a batch of at least one shot");
     debug_assert!(shots.iter().all(|s| exp.batches_with(s)), "shots that batch together");
     let scenes: Vec<Scene> = shots.iter().map(Scene::new).collect();
-    let scene = Scene::batch(&scenes);
-    if let Some(images) = render_by_kernel::<B>(exp, &scene, opts, device)? {
-        return Ok(images);
-    }
-    render_shots(exp, &scene, opts, device, &|| {
-        SceneTensors::<B>::new(&scene, exp, device)
-    })
+    B::render(exp, &Scene::batch(&scenes), opts, device)
 }
 
-/// [`crate::kernel::render`] when the options ask for the kernel (`None`: not asked for, or
-/// not on this backend), with the progress reported at the end.
-fn render_by_kernel<B: PixelKernel>(
+/// [`PixelKernel::render`]'s default: the images of `scene` (one shot or a batch,
+/// [`Scene::batch`]) of `exp` by the tensor stages on `B`, an image per shot.
+pub fn render_by_stages<B: Backend>(
     exp: &Experiment,
     scene: &Scene,
     opts: &RenderOptions,
     device: &B::Device,
-) -> Result<Option<Vec<Image>>> {
-    if !opts.pixel_kernel {
-        return Ok(None);
-    }
-    let images = crate::kernel::render::<B>(exp, scene, device)?;
-    if let (Some(_), Some(progress)) = (&images, &opts.progress) {
-        let n = exp.active_pixels().rect().len();
-        progress(n, n);
-    }
-    Ok(images)
+) -> Result<Vec<Image>> {
+    render_shots(exp, scene, opts, device, &|| SceneTensors::<B>::new(scene, exp, device))
 }
 
 /// Render with the scene tensors made by `make` (once per worker): the host scene, or a

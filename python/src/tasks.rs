@@ -5,9 +5,9 @@
 use burn::backend::Autodiff;
 use burn::module::Module;
 use nanobragg::config::SimConfig;
-use nanobragg::derivative::{derivative_images_at, DerivativeImage};
+use nanobragg::derivative::DerivativeImage;
 use nanobragg::engine::BackendTask;
-use nanobragg::gradient::{image_vjp, ParamGradient};
+use nanobragg::gradient::{fixed_weights, ParamGradient};
 use nanobragg::refine::gradcheck::ImageLoss;
 use nanobragg::refine::objective::render_params;
 use nanobragg::refine::{ImageObjective, Loss, Objective, Selection};
@@ -24,6 +24,18 @@ pub struct At<'a> {
     pub exp: &'a Experiment,
     pub values: &'a Values,
     pub opts: RenderOptions,
+}
+
+impl At<'_> {
+    /// The library's view of this point (`PixelKernel::vjp`, `PixelKernel::derivative_images`).
+    pub fn point(&self) -> nanobragg::gradient::At<'_> {
+        nanobragg::gradient::At {
+            cfg: self.cfg,
+            exp: self.exp,
+            values: self.values,
+            opts: &self.opts,
+        }
+    }
 }
 
 /// The image at the parameters (a forward pass; the configuration's own values render exactly
@@ -50,7 +62,7 @@ impl BackendTask for ValuesAt<'_> {
     }
 }
 
-/// The image and Σ_p w_p·∂I_p/∂θ for every parameter θ (`gradient::image_vjp`).
+/// The image and Σ_p w_p·∂I_p/∂θ for every parameter θ (`PixelKernel::vjp`).
 pub struct VjpAt<'a> {
     pub at: At<'a>,
     pub weights: Option<&'a [f32]>,
@@ -59,26 +71,13 @@ pub struct VjpAt<'a> {
 impl BackendTask for VjpAt<'_> {
     type Output = (Image, Vec<ParamGradient>);
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-        let At { cfg, exp, values, opts } = self.at;
-        let params = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.map_tensors(|t| t.detach().require_grad());
-        // on a GPU, the render and vector–Jacobian kernels where they cover the configuration
-        let weights_fit = self.weights.is_none_or(|w| w.len() == exp.detector.pixels());
-        if opts.pixel_kernel && opts.adjoint_kernel && weights_fit {
-            let w = self.weights;
-            let weigh = |pixels: &[u32], _: &[f64]| {
-                let weights = pixels.iter().map(|&p| w.map_or(1.0, |w| w[p as usize] as f64));
-                (0.0, weights.collect())
-            };
-            let at = params.values()?;
-            if let Some(vjp) = nanobragg::kernel::vjp::weighted_vjp::<B>(cfg, exp, &at, &weigh, device)? {
-                return Ok((vjp.image, vjp.gradients));
-            }
-        }
-        image_vjp(cfg, exp, &params, self.weights, &opts, device)
+        let weigh = fixed_weights(self.at.exp, self.weights)?;
+        let vjp = B::vjp(&self.at.point(), &weigh, device)?;
+        Ok((vjp.image, vjp.gradients))
     }
 }
 
-/// The image and the derivative images `names` (`derivative::derivative_images_at`).
+/// The image and the derivative images `names` (`PixelKernel::derivative_images`).
 pub struct DerivativesAt<'a> {
     pub at: At<'a>,
     pub names: &'a [&'a str],
@@ -87,14 +86,7 @@ pub struct DerivativesAt<'a> {
 impl BackendTask for DerivativesAt<'_> {
     type Output = (Image, Vec<DerivativeImage>);
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-        let At { cfg, exp, values, opts } = self.at;
-        // on a GPU, the derivative-image kernel (at the configuration's own parameters)
-        if opts.pixel_kernel && opts.adjoint_kernel && values.is_empty() {
-            if let Some(out) = nanobragg::kernel::vjp::derivative_images::<B>(cfg, exp, self.names, device)? {
-                return Ok(out);
-            }
-        }
-        derivative_images_at::<Autodiff<B>>(cfg, exp, values, self.names, &opts, device)
+        B::derivative_images(&self.at.point(), self.names, device)
     }
 }
 

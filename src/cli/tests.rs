@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::{CrystalShape, HklSource};
+use crate::config::{Convention, CrystalShape, HklSource, Misset, Pivot, Roi};
 use std::io::Write;
 
 const DEG: f64 = std::f64::consts::PI / 180.0;
@@ -1071,5 +1071,25 @@ fn assert_flag_err_apply(base: &(SimConfig, RunOptions), args: &[&str], flag: &s
             assert!(message.contains(text), "{message}");
         }
         other => panic!("expected a flag error, got {other:?}"),
+    }
+}
+
+/// Every flag the parser accepts belongs to one section of `apply` (the sections' matches end
+/// in a catch-all, so the compiler cannot check this): with four dummy values, exactly one
+/// section takes it, or refuses its values.
+#[test]
+fn every_flag_belongs_to_exactly_one_section() {
+    for &(flag, opt) in super::flags::FLAGS {
+        let values = vec!["1"; 4];
+        let it = super::Item { flag, opt, values };
+        let v = super::Values {
+            flag,
+            values: &it.values,
+        };
+        let taken = super::sections::SECTIONS
+            .iter()
+            .filter(|section| !matches!(section(&mut super::State::new(), &it, &v), Ok(false)))
+            .count();
+        assert_eq!(taken, 1, "{flag} is taken by {taken} sections");
     }
 }

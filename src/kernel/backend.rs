@@ -13,8 +13,14 @@
 //!   ([`super::autodiff`]).
 
 use super::job::Switches;
+use crate::derivative::DerivativeImage;
 use crate::error::Result;
+use crate::gradient::{At, ChunkWeights, Vjp};
+use crate::image::Image;
 use crate::params::Params;
+use crate::scene::Scene;
+use crate::setup::Experiment;
+use crate::simulate::RenderOptions;
 use crate::simulator::scenes::Scenes;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::{
@@ -109,9 +115,34 @@ pub struct VjpShape {
     pub derivatives: usize,
 }
 
-/// A backend that can render a whole image with one kernel launch (plus one for the
-/// statistics).
+/// How a backend renders images and their gradients: burn's kind of backend extension, the
+/// one place where "kernel or tensor stages?" is decided.
+///
+/// The methods callers use are [`PixelKernel::render`], [`PixelKernel::vjp`],
+/// [`PixelKernel::derivative_images`] and [`PixelKernel::render_params`]. Their default bodies
+/// run the tensor stages (the reference, on any backend); the cube backends (burn-wgpu, fused or
+/// not) override them with the one-kernel render and the adjoint kernels, falling back to the
+/// defaults where the kernels do not cover a configuration or the [`RenderOptions`] ask for
+/// the tensor stages. The `pixel_*` methods are the launches those overrides make.
 pub trait PixelKernel: Backend {
+    /// The images (photons) of `scene`, one shot or a batch of shots that batch together
+    /// ([`Scene::batch`]) of `exp`, one per shot; progress reported through `opts`.
+    fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
+        crate::simulate::render_by_stages::<Self>(exp, scene, opts, device)
+    }
+
+    /// The image at `at`, the loss and the weights ∂L/∂I that `weigh` returns for its rendered
+    /// pixels, and Σ_p w_p·∂I_p/∂θ for every parameter θ (the gradient of that loss).
+    fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
+        crate::gradient::vjp_by_stages::<Self>(at, weigh, device)
+    }
+
+    /// The image at `at` and the derivative images dI/dθ of `names`
+    /// ([`crate::derivative::DERIVATIVES`], in their flags' units).
+    fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
+        crate::derivative::derivative_images_by_stages::<Self>(at, names, device)
+    }
+
     /// Whether [`PixelKernel::render_pixels`] runs a kernel here (else it returns `None`).
     fn has_pixel_kernel() -> bool {
         false

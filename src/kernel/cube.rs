@@ -6,6 +6,13 @@ use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpS
 use super::layout::{PARTIAL_WIDTH, WORKGROUP};
 use super::pixel::{image_statistics, render_pixels};
 use super::scatter::pixel_grid_vjp;
+use crate::derivative::DerivativeImage;
+use crate::error::Result;
+use crate::gradient::{At, ChunkWeights, Vjp};
+use crate::image::Image;
+use crate::scene::Scene;
+use crate::setup::Experiment;
+use crate::simulate::RenderOptions;
 use burn::tensor::DType;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_dtype;
@@ -23,6 +30,18 @@ where
 {
     fn has_pixel_kernel() -> bool {
         true
+    }
+
+    fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
+        super::dispatch::render::<Self>(exp, scene, opts, device)
+    }
+
+    fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
+        super::dispatch::vjp::<Self>(at, weigh, device)
+    }
+
+    fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
+        super::dispatch::derivative_images::<Self>(at, names, device)
     }
 
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {

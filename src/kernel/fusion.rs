@@ -6,6 +6,13 @@
 
 use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
 use super::layout::PARTIAL_WIDTH;
+use crate::derivative::DerivativeImage;
+use crate::error::Result;
+use crate::gradient::{At, ChunkWeights, Vjp};
+use crate::image::Image;
+use crate::scene::Scene;
+use crate::setup::Experiment;
+use crate::simulate::RenderOptions;
 use burn::tensor::{DType, Shape};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
@@ -131,6 +138,18 @@ fn register_adjoint<B: FusionBackend + PixelKernel>(
 impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
     fn has_pixel_kernel() -> bool {
         B::has_pixel_kernel()
+    }
+
+    fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
+        super::dispatch::render::<Self>(exp, scene, opts, device)
+    }
+
+    fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
+        super::dispatch::vjp::<Self>(at, weigh, device)
+    }
+
+    fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
+        super::dispatch::derivative_images::<Self>(at, names, device)
     }
 
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {

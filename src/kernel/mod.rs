@@ -21,6 +21,8 @@ mod backend;
 #[cfg(feature = "gpu")]
 mod cube;
 #[cfg(feature = "gpu")]
+mod dispatch;
+#[cfg(feature = "gpu")]
 mod fusion;
 pub mod job;
 pub mod layout;
@@ -83,7 +85,8 @@ pub type KernelImage<B> = (Tensor<B, 2>, i32);
 /// [`Params::values`] lists them), each with its job's tricubic switch pixel
 /// ([`PixelJob::switch_pixel`]), rendered by the kernel and left on `device`, untracked: the
 /// scenes are evaluated on the host in f64 ([`Host`]) and packed for the kernel, so the device
-/// runs the kernel launches alone. `None` where `B` has no kernel, a launch does not fit, or
+/// runs the kernel launches alone. `None` where `B` has no kernel, an image's options do not
+/// ask for it (`RenderOptions::pixel_kernel`), a launch does not fit, or
 /// the process renders on the CPU in f32 (the CPU device's dtype is fixed per process: the
 /// caller then renders with the tensor stages on its own device).
 pub fn images_at<B: PixelKernel, S: Scenes>(
@@ -92,11 +95,14 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     device: &B::Device,
 ) -> Result<Option<Vec<KernelImage<B>>>> {
     let images = scenes.images();
-    if !images.iter().all(|(setup, _)| runs_on::<B>(&setup.exp, 1)) {
+    if !images
+        .iter()
+        .all(|(setup, _)| setup.options.pixel_kernel && runs_on::<B>(&setup.exp, 1))
+    {
         return Ok(None);
     }
     let cpu = NdArrayDevice::Cpu;
-    if crate::engine::init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+    if crate::device::init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
         return Ok(None);
     }
     let params = Params::<Host>::from_values(values, &cpu)?;

@@ -10,14 +10,14 @@ use super::{
 };
 use crate::config::SimConfig;
 use crate::derivative::{self, DerivativeImage};
+use crate::device::init_cpu_dtype;
 use crate::diff::host::Host;
-use crate::engine::init_cpu_dtype;
-use crate::error::{Error, Result};
-use crate::gradient::{scene_to_params, ChunkWeights, ParamGradient, Vjp};
+use crate::error::Result;
+use crate::gradient::{fixed_weights, scene_to_params, At, ChunkWeights, ParamGradient, Vjp};
 use crate::params::Params;
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
 use crate::setup::{Experiment, R_E_SQR};
-use crate::simulate::Image;
+use crate::simulate::{Image, RenderOptions};
 use burn::backend::ndarray::NdArrayDevice;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
@@ -212,19 +212,15 @@ pub fn image_vjp<B: PixelKernel>(
     weights: Option<&[f32]>,
     device: &B::Device,
 ) -> Result<Option<(Image, Vec<ParamGradient>)>> {
-    let pixels = exp.detector.pixels();
-    if let Some(w) = weights.filter(|w| w.len() != pixels) {
-        return Err(Error::Config(format!("{} weights for {pixels} pixels", w.len())));
-    }
-    if !host_ready::<B>(exp) {
-        return Ok(None);
-    }
-    let values = Params::<Host>::new(cfg, exp, &NdArrayDevice::Cpu).values()?;
-    let weigh = |chunk: &[u32], _: &[f64]| {
-        let w = chunk.iter().map(|&p| weights.map_or(1.0, |w| w[p as usize] as f64));
-        (0.0, w.collect())
+    let weigh = fixed_weights(exp, weights)?;
+    let opts = RenderOptions::default();
+    let at = At {
+        cfg,
+        exp,
+        values: &[],
+        opts: &opts,
     };
-    let vjp = weighted_vjp::<B>(cfg, exp, &values, &weigh, device)?;
+    let vjp = weighted_vjp::<B>(&at, &weigh, device)?;
     Ok(vjp.map(|v| (v.image, v.gradients)))
 }
 
@@ -399,23 +395,19 @@ fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3
     t.into_iter().map(|v| v as f32).collect()
 }
 
-/// The image at the parameter `values` ([`Params::values`]' list), the loss contributions and
-/// the weights `weigh` returns for its rendered pixels (one call, every rendered pixel), and
-/// Σ_p w_p·∂I_p/∂θ for every parameter, by the kernels on `device`: the render, then the
-/// vector–Jacobian kernel with those weights ([`crate::gradient::weighted_vjp`]'s fast path on
-/// a GPU, which refinement takes). `None` where [`image_vjp`] would be.
-pub fn weighted_vjp<B: PixelKernel>(
-    cfg: &SimConfig,
-    exp: &Experiment,
-    values: &[(&'static str, Vec<f64>)],
-    weigh: &ChunkWeights<'_>,
-    device: &B::Device,
-) -> Result<Option<Vjp>> {
+/// The image at `at`, the loss contributions and the weights `weigh` returns for its rendered
+/// pixels (one call, every rendered pixel), and Σ_p w_p·∂I_p/∂θ for every parameter, by the
+/// kernels on `device`: the render, then the vector–Jacobian kernel with those weights
+/// ([`PixelKernel::vjp`] on a cube backend). `None` where `B` has no kernel, a launch does not
+/// fit, the process renders on the CPU in f32 or the kernel does not cover the configuration
+/// ([`kernel_covers`]).
+pub fn weighted_vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &B::Device) -> Result<Option<Vjp>> {
+    let (cfg, exp) = (at.cfg, at.exp);
     if !host_ready::<B>(exp) {
         return Ok(None);
     }
     let cpu = NdArrayDevice::Cpu;
-    let params = Params::<Autodiff<Host>>::from_values(values, &cpu)?;
+    let params = Params::<Autodiff<Host>>::from_values(&at.all_values::<Host>(&cpu)?, &cpu)?;
     let graph = params.scene(cfg, exp, &cpu);
     let Some(mut scene) = KernelScene::new(exp, &Scene::new(exp), &params, graph)? else {
         return Ok(None);

@@ -5,7 +5,7 @@ use super::loss::Loss;
 use super::selection::Selection;
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
-use crate::gradient::weighted_vjp;
+use crate::gradient::{replacements, At};
 use crate::kernel::PixelKernel;
 use crate::params::Params;
 use crate::scene::{Scene, SceneTensors};
@@ -104,14 +104,12 @@ impl<B: AutodiffBackend> ImageObjective<'_, B>
 where
     B::InnerBackend: PixelKernel,
 {
-    /// The loss at `x` and its gradient for every parameter tensor, in one pass: on a GPU
-    /// (`options.pixel_kernel` and `options.adjoint_kernel`) by the render and vector–Jacobian
-    /// kernels where they cover the configuration ([`crate::kernel::vjp::weighted_vjp`]); else chunk by
-    /// chunk (worker threads as for rendering), the chunk's intensities are read back, the
-    /// loss terms and their derivatives ∂L/∂I computed on the host, and Σ (∂L/∂I)·I
-    /// differentiated in the same graph (the loss is a sum over pixels, so the chunk's weights
-    /// depend on the chunk alone; this is [`crate::gradient::image_vjp`] with the weights made
-    /// from the forward values).
+    /// The loss at `x` and its gradient for every parameter tensor, in one pass
+    /// ([`PixelKernel::vjp`]: on a GPU the render and vector–Jacobian kernels where they cover
+    /// the configuration; else chunk by chunk on worker threads, the chunk's intensities read
+    /// back, the loss terms and their derivatives ∂L/∂I computed on the host, and Σ (∂L/∂I)·I
+    /// differentiated in the same graph: the loss is a sum over pixels, so the chunk's weights
+    /// depend on the chunk alone).
     pub fn loss_vjp(&mut self, x: &[f64]) -> Result<(f64, Vec<crate::gradient::ParamGradient>)> {
         self.loss.validate()?;
         let (exp, cfg, device) = (self.exp, self.cfg, &self.device);
@@ -122,17 +120,16 @@ where
                 exp.detector.pixels()
             )));
         }
-        let params = self.params(x)?.map_tensors(|t| t.detach().require_grad());
+        let values = replacements(self.params(x)?.values()?);
         let (loss, observed, mask) = (self.loss, self.observed, self.mask);
         let weigh = |pixels: &[u32], values: &[f64]| loss.chunk_terms(pixels, values, observed, mask);
-        let by_kernel = match self.options.pixel_kernel && self.options.adjoint_kernel {
-            true => crate::kernel::vjp::weighted_vjp::<B::InnerBackend>(cfg, exp, &params.values()?, &weigh, device)?,
-            false => None,
+        let at = At {
+            cfg,
+            exp,
+            values: &values,
+            opts: &self.options,
         };
-        let vjp = match by_kernel {
-            Some(vjp) => vjp,
-            None => weighted_vjp(cfg, exp, &params, &weigh, &self.options, device)?,
-        };
+        let vjp = B::InnerBackend::vjp(&at, &weigh, device)?;
         self.gradient_passes += 1;
         Ok((vjp.loss, vjp.gradients))
     }

@@ -77,30 +77,8 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         Parsed::Run(cfg, o) => (*cfg, o),
     };
     check_supported(&base)?;
-    let base_seed = base.output.seed.unwrap_or(0);
-    let shots = match &opts.source {
-        // every shot is checked before anything is rendered
-        ShotSource::File(path) => read_shot_list(path, base_seed, &base, run_opts.clone())?,
-        ShotSource::Random(n) => {
-            let shots = random_shots(*n, base_seed);
-            validate(&shots, &base, run_opts.clone())?;
-            shots
-        }
-    };
-    let dir = prefix_dir(&opts.prefix);
-    if !dir.is_dir() {
-        return Err(Error::io(
-            &dir,
-            std::io::Error::new(std::io::ErrorKind::NotFound, "directory of -prefix does not exist"),
-        ));
-    }
-    let manifest = opts.manifest.clone().unwrap_or_else(|| default_manifest(opts));
-    if !manifest_dir(&manifest).is_dir() {
-        return Err(Error::io(
-            &manifest,
-            std::io::Error::new(std::io::ErrorKind::NotFound, "directory does not exist"),
-        ));
-    }
+    let shots = read_shots(opts, &base, &run_opts)?;
+    let manifest = output_places(opts)?;
     let run_sha = fingerprint(&json!(base_args));
     let mine: Vec<&Shot> = shots.iter().filter(|s| opts.shard.contains(s.index)).collect();
     let prints: HashMap<usize, String> = mine
@@ -121,26 +99,7 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         todo.len(),
         manifest.display()
     );
-
-    // before any pool or adapter starts: llvmpipe reads its thread count when it loads
-    let threads = run_opts.apply_threads()?;
-    let engine = run_opts.engine()?;
-    let device = engine.probe()?;
-    if engine != crate::engine::Engine::default() {
-        println!("engine: {} on {device}", engine.name());
-    }
-    if let (HklSource::File(_), Some(grid)) = (&base.crystal.hkl, load_structure_factors(&base)?) {
-        // as a classic run: cache the structure factors for runs without -hkl
-        crate::io::fdump::write_fdump(Path::new("Fdump.bin"), &grid)?;
-    }
-    let mut render_opts = RenderOptions {
-        threads,
-        ..RenderOptions::default()
-    };
-    if let Some(b) = run_opts.memory_budget_bytes {
-        render_opts.memory_budget = b;
-    }
-
+    let renderer = start_renderer(&base, &run_opts)?;
     let ctx = Context {
         prefix: &opts.prefix,
         manifest: &manifest,
@@ -150,134 +109,24 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         prints: &prints,
     };
     let start = Instant::now();
-    let writers = opts
-        .writers
-        .unwrap_or_else(|| crate::threads::default_writers(threads))
-        .max(1);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
-    let rx = std::sync::Mutex::new(rx);
     let stacks = base
         .output
         .nexusfile
         .as_ref()
         .map(|_| NexusStacks::new(&opts.prefix, &opts.shard, &manifest));
-    let manifest_lines = std::sync::Mutex::new(InOrder::new(Appender::open(&manifest)?, stacks));
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    let rendered = std::thread::scope(|s| -> Result<usize> {
-        // writers take finished shots as they come; their manifest lines go in in render order
-        // named, so a profiler (or a test counting busy threads) tells them apart
-        let spawn = |i: usize| std::thread::Builder::new().name(format!("shot-writer-{i}"));
-        let pool = (0..writers)
-            .map(|i| {
-                spawn(i).spawn_scoped(s, || -> Result<usize> {
-                    let mut n = 0;
-                    while !failed.load(std::sync::atomic::Ordering::Relaxed) {
-                        let Ok(r) = rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ())) else {
-                            break;
-                        };
-                        let done = write_one(&ctx, r).and_then(|done| {
-                            manifest_lines
-                                .lock()
-                                .map_err(|_| Error::Config("a writer thread panicked".into()))?
-                                .finish(done)
-                        });
-                        if let Err(e) = done {
-                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                            return Err(e);
-                        }
-                        n += 1;
-                    }
-                    Ok(n)
-                })
-            })
-            .collect::<std::io::Result<Vec<_>>>()
-            .map_err(|e| Error::Config(format!("cannot start a shot writer thread: {e}")))?;
-        let mut grids: Vec<((HklSource, u64), Option<HklGrid>)> = Vec::new();
-        let mut warned: BTreeSet<String> = BTreeSet::new();
-        let mut failure = None;
-        let shot_failure = |shot: &Shot, e: Error| Error::Shot {
-            index: shot.index,
-            line: shot.line(),
-            source: Box::new(e),
-        };
-        // consecutive shots that batch together render in one graph; a shot that does not
-        // batch with the group starts the next one
-        let mut ahead: Option<Prepared> = None;
-        let mut i = 0;
-        let mut seq = 0;
-        'groups: while i < todo.len() {
-            if failed.load(std::sync::atomic::Ordering::Relaxed) {
-                break; // a writer failed; its error is reported below
-            }
-            let t0 = Instant::now();
-            let mut group: Vec<Prepared> = Vec::new();
-            while i < todo.len() && group.len() < opts.batch.max(1) {
-                let next = match ahead.take() {
-                    Some(p) => p,
-                    None => match prepare(todo[i], &base, run_opts.clone(), &mut grids, &mut warned) {
-                        Ok(p) => p,
-                        // the shots before it are rendered first
-                        Err(_) if !group.is_empty() => break,
-                        Err(e) => {
-                            failure = Some(shot_failure(todo[i], e));
-                            break 'groups;
-                        }
-                    },
-                };
-                // a shot list cannot move the panels: the first panel's experiment decides
-                if group.first().is_some_and(|first| !first.exp.batches_with(&next.exp)) {
-                    ahead = Some(next);
-                    break;
-                }
-                group.push(next);
-                i += 1;
-            }
-            let images = match render_group(&group, &engine, &render_opts, run_opts.allow_nonfinite) {
-                Ok(images) => images,
-                Err(e) => {
-                    failure = Some(match e {
-                        // a shot's own error (its image is not finite) names it already
-                        e @ Error::Shot { .. } => e,
-                        e => shot_failure(&group[0].shot, e),
-                    });
-                    break;
-                }
-            };
-            // each shot is charged an equal share of its batch's time
-            let render_seconds = t0.elapsed().as_secs_f64() / group.len() as f64;
-            let batch = group.len();
-            for (p, (exps, images)) in group.into_iter().zip(images) {
-                let msg = Rendered {
-                    seq,
-                    shot: p.shot,
-                    cfg: p.cfg,
-                    exps,
-                    images,
-                    render_seconds,
-                    batch,
-                };
-                if tx.send(msg).is_err() {
-                    break 'groups; // the writers failed; the error is reported below
-                }
-                seq += 1;
-            }
-        }
-        drop(tx);
-        let mut written = 0;
-        let mut error = None;
-        for w in pool {
-            match w.join() {
-                Ok(Ok(n)) => written += n,
-                Ok(Err(e)) => error = error.or(Some(e)),
-                Err(_) => error = error.or(Some(Error::Config("a writer thread panicked".into()))),
-            }
-        }
-        match (failure, error) {
-            (Some(e), _) | (None, Some(e)) => Err(e),
-            (None, None) => Ok(written),
-        }
-    })?;
-    manifest_lines
+    let lines = std::sync::Mutex::new(ManifestLines::new(Appender::open(&manifest)?, stacks));
+    let writers = opts
+        .writers
+        .unwrap_or_else(|| crate::threads::default_writers(renderer.threads))
+        .max(1);
+    let shot_run = ShotRun {
+        base: &base,
+        run_opts: &run_opts,
+        renderer: &renderer,
+        batch: opts.batch.max(1),
+    };
+    let rendered = render_and_write(&ctx, &shot_run, &todo, writers, &lines)?;
+    lines
         .into_inner()
         .map_err(|_| Error::Config("a writer thread panicked".into()))?
         .close()?;
@@ -294,6 +143,256 @@ pub fn run(base_args: &[String], opts: &ShotOptions) -> Result<Summary> {
         rendered,
         seconds,
     })
+}
+
+/// Every shot of the list or the random draw, each checked before anything is rendered.
+fn read_shots(opts: &ShotOptions, base: &SimConfig, run_opts: &RunOptions) -> Result<Vec<Shot>> {
+    let base_seed = base.output.seed.unwrap_or(0);
+    match &opts.source {
+        ShotSource::File(path) => read_shot_list(path, base_seed, base, run_opts.clone()),
+        ShotSource::Random(n) => {
+            let shots = random_shots(*n, base_seed);
+            validate(&shots, base, run_opts.clone())?;
+            Ok(shots)
+        }
+    }
+}
+
+/// The manifest's path, once the directories of the images and of the manifest are known to
+/// exist.
+fn output_places(opts: &ShotOptions) -> Result<PathBuf> {
+    let dir = prefix_dir(&opts.prefix);
+    if !dir.is_dir() {
+        return Err(Error::io(
+            &dir,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "directory of -prefix does not exist"),
+        ));
+    }
+    let manifest = opts.manifest.clone().unwrap_or_else(|| default_manifest(opts));
+    if !manifest_dir(&manifest).is_dir() {
+        return Err(Error::io(
+            &manifest,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "directory does not exist"),
+        ));
+    }
+    Ok(manifest)
+}
+
+/// The engine every shot renders on, with its worker threads and render options.
+struct Renderer {
+    threads: usize,
+    engine: crate::engine::Engine,
+    options: RenderOptions,
+}
+
+/// Starts the engine (before any pool or adapter starts: llvmpipe reads its thread count when
+/// it loads) and caches the structure factors as a classic run does.
+fn start_renderer(base: &SimConfig, run_opts: &RunOptions) -> Result<Renderer> {
+    let threads = run_opts.apply_threads()?;
+    let engine = run_opts.engine()?;
+    let device = engine.probe()?;
+    if engine != crate::engine::Engine::default() {
+        println!("engine: {} on {device}", engine.name());
+    }
+    if let (HklSource::File(_), Some(grid)) = (&base.crystal.hkl, load_structure_factors(base)?) {
+        // as a classic run: cache the structure factors for runs without -hkl
+        crate::io::fdump::write_fdump(Path::new("Fdump.bin"), &grid)?;
+    }
+    let mut options = RenderOptions {
+        threads,
+        ..RenderOptions::default()
+    };
+    if let Some(b) = run_opts.memory_budget_bytes {
+        options.memory_budget = b;
+    }
+    Ok(Renderer {
+        threads,
+        engine,
+        options,
+    })
+}
+
+/// What the render loop needs about the run.
+struct ShotRun<'a> {
+    base: &'a SimConfig,
+    run_opts: &'a RunOptions,
+    renderer: &'a Renderer,
+    /// Shots per batch (≥ 1).
+    batch: usize,
+}
+
+/// The writers take finished shots as they come, their manifest lines going in in render
+/// order, while this thread renders the shots of `todo`; the number of shots written.
+fn render_and_write(
+    ctx: &Context,
+    run: &ShotRun,
+    todo: &[&Shot],
+    writers: usize,
+    lines: &std::sync::Mutex<ManifestLines>,
+) -> Result<usize> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
+    let rx = std::sync::Mutex::new(rx);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| -> Result<usize> {
+        // named, so a profiler (or a test counting busy threads) tells them apart
+        let spawn = |i: usize| std::thread::Builder::new().name(format!("shot-writer-{i}"));
+        let pool = (0..writers)
+            .map(|i| spawn(i).spawn_scoped(s, || write_shots(ctx, &rx, lines, &failed)))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| Error::Config(format!("cannot start a shot writer thread: {e}")))?;
+        let failure = render_shots(run, todo, &tx, &failed).err();
+        drop(tx);
+        let mut written = 0;
+        let mut error = None;
+        for w in pool {
+            match w.join() {
+                Ok(Ok(n)) => written += n,
+                Ok(Err(e)) => error = error.or(Some(e)),
+                Err(_) => error = error.or(Some(Error::Config("a writer thread panicked".into()))),
+            }
+        }
+        match (failure, error) {
+            (Some(e), _) | (None, Some(e)) => Err(e),
+            (None, None) => Ok(written),
+        }
+    })
+}
+
+/// A writer thread: writes the rendered shots it receives and appends their manifest lines
+/// until the channel closes or a writer fails; the number of shots it wrote.
+fn write_shots(
+    ctx: &Context,
+    rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Rendered>>,
+    lines: &std::sync::Mutex<ManifestLines>,
+    failed: &std::sync::atomic::AtomicBool,
+) -> Result<usize> {
+    let mut n = 0;
+    while !failed.load(std::sync::atomic::Ordering::Relaxed) {
+        let Ok(r) = rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ())) else {
+            break;
+        };
+        let done = write_one(ctx, r).and_then(|done| {
+            lines
+                .lock()
+                .map_err(|_| Error::Config("a writer thread panicked".into()))?
+                .finish(done)
+        });
+        if let Err(e) = done {
+            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(e);
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Renders the shots of `todo` in order, consecutive shots that batch together in one graph,
+/// and sends them to the writers. Stops at the first shot that fails (its error) or when the
+/// writers fail (`Ok`: their error is reported by the writers).
+fn render_shots(
+    run: &ShotRun,
+    todo: &[&Shot],
+    tx: &std::sync::mpsc::SyncSender<Rendered>,
+    failed: &std::sync::atomic::AtomicBool,
+) -> Result<()> {
+    let mut groups = Groups {
+        run,
+        todo,
+        next: 0,
+        ahead: None,
+        grids: Vec::new(),
+        warned: BTreeSet::new(),
+    };
+    let mut seq = 0;
+    while !failed.load(std::sync::atomic::Ordering::Relaxed) {
+        let t0 = Instant::now();
+        let Some(group) = groups.next_group()? else {
+            break;
+        };
+        let r = &run.renderer;
+        let images =
+            render_group(&group, &r.engine, &r.options, run.run_opts.allow_nonfinite).map_err(|e| match e {
+                // a shot's own error (its image is not finite) names it already
+                e @ Error::Shot { .. } => e,
+                e => shot_failure(&group[0].shot, e),
+            })?;
+        // each shot is charged an equal share of its batch's time
+        let render_seconds = t0.elapsed().as_secs_f64() / group.len() as f64;
+        let batch = group.len();
+        for (p, (exps, images)) in group.into_iter().zip(images) {
+            let msg = Rendered {
+                seq,
+                shot: p.shot,
+                cfg: p.cfg,
+                exps,
+                images,
+                render_seconds,
+                batch,
+            };
+            if tx.send(msg).is_err() {
+                return Ok(()); // the writers failed; the error is reported by them
+            }
+            seq += 1;
+        }
+    }
+    Ok(())
+}
+
+/// A shot's error, naming it.
+fn shot_failure(shot: &Shot, e: Error) -> Error {
+    Error::Shot {
+        index: shot.index,
+        line: shot.line(),
+        source: Box::new(e),
+    }
+}
+
+/// The shots still to render, taken in groups that batch together.
+struct Groups<'a> {
+    run: &'a ShotRun<'a>,
+    todo: &'a [&'a Shot],
+    next: usize,
+    /// A prepared shot that did not batch with the last group: it starts the next one.
+    ahead: Option<Prepared>,
+    /// Structure factors by source and default_F, read once each.
+    grids: Vec<((HklSource, u64), Option<HklGrid>)>,
+    /// C's warnings printed so far.
+    warned: BTreeSet<String>,
+}
+
+impl Groups<'_> {
+    /// The next group of at most `batch` consecutive shots that batch together (`None` when
+    /// every shot is taken). A shot that fails to resolve ends the group before it, and is the
+    /// error when it would start a group.
+    fn next_group(&mut self) -> Result<Option<Vec<Prepared>>> {
+        let mut group: Vec<Prepared> = Vec::new();
+        while self.next < self.todo.len() && group.len() < self.run.batch {
+            let shot = self.todo[self.next];
+            let next = match self.ahead.take() {
+                Some(p) => p,
+                None => match prepare(
+                    shot,
+                    self.run.base,
+                    self.run.run_opts.clone(),
+                    &mut self.grids,
+                    &mut self.warned,
+                ) {
+                    Ok(p) => p,
+                    // the shots before it are rendered first
+                    Err(_) if !group.is_empty() => break,
+                    Err(e) => return Err(shot_failure(shot, e)),
+                },
+            };
+            // a shot list cannot move the panels: the first panel's experiment decides
+            if group.first().is_some_and(|first| !first.exp.batches_with(&next.exp)) {
+                self.ahead = Some(next);
+                break;
+            }
+            group.push(next);
+            self.next += 1;
+        }
+        Ok((!group.is_empty()).then_some(group))
+    }
 }
 
 /// Flags a shot run cannot honour.
@@ -534,28 +633,27 @@ fn write_one(ctx: &Context, r: Rendered) -> Result<Finished> {
 /// Manifest lines appended in render order, whichever writer finishes first: a line waits
 /// until the lines of every shot rendered before it are in. A shot goes into the NeXus stack
 /// just before its line, so the stack holds every shot the manifest lists.
-struct InOrder {
+struct ManifestLines {
     appender: Appender,
     nexus: Option<NexusStacks>,
-    next: usize,
-    waiting: std::collections::BTreeMap<usize, Finished>,
+    order: crate::drive::InOrder<Finished>,
 }
 
-impl InOrder {
+impl ManifestLines {
     fn new(appender: Appender, nexus: Option<NexusStacks>) -> Self {
         Self {
             appender,
             nexus,
-            next: 0,
-            waiting: Default::default(),
+            order: Default::default(),
         }
     }
 
     /// A shot's files are in place: append its line, and those of later shots that were
     /// waiting for it, printing each shot's message.
     fn finish(&mut self, done: Finished) -> Result<()> {
-        self.waiting.insert(done.seq, done);
-        while let Some(mut done) = self.waiting.remove(&self.next) {
+        let mut ready = Vec::new();
+        self.order.push(done.seq, done, |d| ready.push(d));
+        for mut done in ready {
             if let (Some(stacks), Some(shot)) = (self.nexus.as_mut(), done.nexus.take()) {
                 let entry = stacks.append(shot).map_err(|e| Error::Shot {
                     index: done.index,
@@ -568,7 +666,6 @@ impl InOrder {
             }
             self.appender.append(&done.line)?;
             println!("{}", done.message);
-            self.next += 1;
         }
         Ok(())
     }

@@ -202,18 +202,16 @@ pub(crate) fn forward_options() -> RenderOptions {
 }
 
 /// The images `[spixels, fpixels]` of `scenes` at `params`, on `params`' graph: by `B`'s kernel
-/// from the scenes' values evaluated on the host ([`PixelKernel::render_params`]) where it has
-/// one and every image's `options.pixel_kernel` is on, else (or where reading the parameters
+/// from the scenes' values evaluated on the host ([`PixelKernel::render_params`], where it has
+/// one and every image's `options.pixel_kernel` is on), else (or where reading the parameters
 /// back fails) by the tensor stages from the scenes built on `B`, span by span on the caller's
 /// thread.
 pub(crate) fn render<B: PixelKernel, S: Scenes>(scenes: &Arc<S>, params: &Params<B>) -> Vec<Tensor<B, 2>> {
-    let images = scenes.images();
-    if images.iter().all(|(setup, _)| setup.options.pixel_kernel) {
-        if let Ok(Some(images)) = B::render_params(scenes, params) {
-            return images;
-        }
+    if let Ok(Some(images)) = B::render_params(scenes, params) {
+        return images;
     }
-    images
+    scenes
+        .images()
         .into_iter()
         .zip(scenes.scenes(params))
         .map(|((setup, host), scene)| render_stages(setup, host, &scene))

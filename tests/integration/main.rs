@@ -17,6 +17,7 @@ mod diff_geometry;
 mod docs;
 mod embedding;
 mod embedding_f32;
+mod features;
 mod fuzz_replay;
 mod geometry;
 mod gradcheck;

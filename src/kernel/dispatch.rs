@@ -1,0 +1,60 @@
+//! The cube backends' bodies of [`PixelKernel::render`], [`PixelKernel::vjp`] and
+//! [`PixelKernel::derivative_images`]: the kernels where the options ask for them and they
+//! cover the configuration, else the trait's defaults (the tensor stages). Every other caller
+//! goes through the trait and decides nothing.
+
+use super::PixelKernel;
+use crate::derivative::{derivative_images_by_stages, DerivativeImage};
+use crate::error::Result;
+use crate::gradient::{vjp_by_stages, At, ChunkWeights, Vjp};
+use crate::image::Image;
+use crate::scene::Scene;
+use crate::setup::Experiment;
+use crate::simulate::{render_by_stages, RenderOptions};
+
+/// The images of `scene` (one shot or a batch) by one kernel launch where `opts.pixel_kernel`
+/// asks for it and the launch fits, else by the tensor stages.
+pub(crate) fn render<B: PixelKernel>(
+    exp: &Experiment,
+    scene: &Scene,
+    opts: &RenderOptions,
+    device: &B::Device,
+) -> Result<Vec<Image>> {
+    if opts.pixel_kernel {
+        if let Some(images) = super::render::<B>(exp, scene, device)? {
+            if let Some(progress) = &opts.progress {
+                let n = exp.active_pixels().rect().len();
+                progress(n, n);
+            }
+            return Ok(images);
+        }
+    }
+    render_by_stages::<B>(exp, scene, opts, device)
+}
+
+/// The image at `at`, the loss and Σ_p w_p·∂I_p/∂θ by the render and vector–Jacobian kernels
+/// where `at.opts` asks for both and they cover the configuration, else by the tensor stages.
+pub(crate) fn vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &B::Device) -> Result<Vjp> {
+    if at.opts.pixel_kernel && at.opts.adjoint_kernel {
+        if let Some(vjp) = super::vjp::weighted_vjp::<B>(at, weigh, device)? {
+            return Ok(vjp);
+        }
+    }
+    vjp_by_stages::<B>(at, weigh, device)
+}
+
+/// The image and the derivative images `names` by the derivative-image kernel where `at.opts`
+/// asks for the kernels, `at` is the configuration's own point and the kernel covers it, else
+/// by the tensor stages.
+pub(crate) fn derivative_images<B: PixelKernel>(
+    at: &At<'_>,
+    names: &[&str],
+    device: &B::Device,
+) -> Result<(Image, Vec<DerivativeImage>)> {
+    if at.opts.pixel_kernel && at.opts.adjoint_kernel && at.values.is_empty() {
+        if let Some(out) = super::vjp::derivative_images::<B>(at.cfg, at.exp, names, device)? {
+            return Ok(out);
+        }
+    }
+    derivative_images_by_stages::<B>(at, names, device)
+}
