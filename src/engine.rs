@@ -19,6 +19,7 @@
 use crate::config::SimConfig;
 use crate::derivative::DerivativeImage;
 use crate::device::init_cpu_dtype;
+#[cfg(feature = "gpu")]
 use crate::error::panic_message;
 use crate::error::{Error, Result};
 use crate::gpu::wgpu_probe;
@@ -387,6 +388,7 @@ pub fn parse_switch(v: &str) -> std::result::Result<Option<bool>, String> {
 
 enum WgpuFailure {
     /// The task itself returned an error.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     Task(Error),
     /// The engine could not start or panicked.
     Engine(String),
@@ -481,9 +483,9 @@ mod tests {
     #[test]
     fn panic_payloads_become_messages() {
         let p = std::panic::catch_unwind(|| panic!("No possible adapter available")).unwrap_err();
-        assert_eq!(panic_message(&*p), "No possible adapter available");
+        assert_eq!(crate::error::panic_message(&*p), "No possible adapter available");
         let n = 3;
         let p = std::panic::catch_unwind(|| panic!("lost {n}")).unwrap_err();
-        assert_eq!(panic_message(&*p), "lost 3");
+        assert_eq!(crate::error::panic_message(&*p), "lost 3");
     }
 }

@@ -76,6 +76,7 @@ impl Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// The text of a panic payload.
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         s.to_string()

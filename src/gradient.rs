@@ -79,18 +79,15 @@ pub fn replacements(values: Vec<(&'static str, Vec<f64>)>) -> Vec<(String, Vec<f
 /// The weights of [`image_vjp`] as a [`ChunkWeights`]: `weights` fast-major over the whole
 /// detector (`None` = all ones), no loss; an error naming the counts where `weights` does not
 /// cover the detector.
-pub fn fixed_weights<'a>(
-    exp: &Experiment,
-    weights: Option<&'a [f32]>,
-) -> Result<impl Fn(&[u32], &[f64]) -> (f64, Vec<f64>) + Sync + 'a> {
+pub fn fixed_weights<'a>(exp: &Experiment, weights: Option<&'a [f32]>) -> Result<Box<ChunkWeights<'a>>> {
     let pixels = exp.detector.pixels();
     if let Some(w) = weights.filter(|w| w.len() != pixels) {
         return Err(Error::Config(format!("{} weights for {pixels} pixels", w.len())));
     }
-    Ok(move |chunk: &[u32], _: &[f64]| {
+    Ok(Box::new(move |chunk: &[u32], _: &[f64]| {
         let w = chunk.iter().map(|&i| weights.map_or(1.0, |w| w[i as usize] as f64));
         (0.0, w.collect())
-    })
+    }))
 }
 
 /// [`crate::PixelKernel::vjp`]'s default: the image at `at` and the loss and Σ_p w_p·∂I_p/∂θ
