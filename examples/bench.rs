@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Options: `--sizes` (detector edge, pixels; default 512,1024), `--engines` (cpu, cpu-f32,
-//! wgpu, wgpu-nofusion; default cpu),
+//! cpu-nofusion, cpu-f32-nofusion, wgpu, wgpu-nofusion; default cpu),
 //! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd, deriv, sim, sim-stages;
 //! default fwd and fwdbwd: `fwdbwd` is the engine's vector–Jacobian product
 //! (`Engine::image_vjp`), `deriv` its derivative images of distance, Xbeam, misset_x and cell_a
@@ -54,9 +54,19 @@ const DERIVATIVES: [&str; 4] = ["distance", "Xbeam", "misset_x", "cell_a"];
 fn engine(name: &str) -> Option<(&'static str, Runner)> {
     const CPU: Engine = Engine::Cpu {
         precision: Precision::F64,
+        fusion: true,
     };
     const CPU_F32: Engine = Engine::Cpu {
         precision: Precision::F32,
+        fusion: true,
+    };
+    const CPU_STAGES: Engine = Engine::Cpu {
+        precision: Precision::F64,
+        fusion: false,
+    };
+    const CPU_F32_STAGES: Engine = Engine::Cpu {
+        precision: Precision::F32,
+        fusion: false,
     };
     Some(match name {
         "cpu" => ("", |job| {
@@ -64,6 +74,12 @@ fn engine(name: &str) -> Option<(&'static str, Runner)> {
         }),
         "cpu-f32" => ("-precision f32", |job| {
             run::<NdArray<f32>>(job, &CPU_F32, &NdArrayDevice::Cpu, DType::F32)
+        }),
+        "cpu-nofusion" => ("-fusion off", |job| {
+            run::<NdArray<f64>>(job, &CPU_STAGES, &NdArrayDevice::Cpu, DType::F64)
+        }),
+        "cpu-f32-nofusion" => ("-precision f32 -fusion off", |job| {
+            run::<NdArray<f32>>(job, &CPU_F32_STAGES, &NdArrayDevice::Cpu, DType::F32)
         }),
         #[cfg(feature = "gpu")]
         "wgpu" => ("-engine wgpu -fusion on", |job| {
@@ -375,7 +391,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
         }
     }
     for e in &a.engines {
-        engine(e).ok_or_else(|| format!("--engines: unknown engine '{e}' (cpu, cpu-f32, wgpu, wgpu-nofusion)"))?;
+        engine(e).ok_or_else(|| {
+            format!(
+                "--engines: unknown engine '{e}' (cpu, cpu-f32, cpu-nofusion, cpu-f32-nofusion, wgpu, wgpu-nofusion)"
+            )
+        })?;
     }
     for m in &a.modes {
         if !["fwd", "fwdbwd", "deriv", "sim", "sim-stages"].contains(&m.as_str()) {

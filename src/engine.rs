@@ -1,7 +1,9 @@
 //! Compute engines chosen at run time.
 //!
-//! * [`Engine::Cpu`]: burn-ndarray, eager, f64 (default) or f32; one worker thread per core and
-//!   cache-sized chunks.
+//! * [`Engine::Cpu`]: burn-ndarray, f64 (default) or f32, one worker thread per core. With
+//!   `fusion: true` (the default) images render by C's per-pixel loop in native Rust
+//!   ([`crate::kernel::native`]); `false` runs the tensor stages op by op in cache-sized chunks.
+//!   Gradients and derivative images are the tensor stages' either way.
 //! * [`Engine::Wgpu`]: burn-wgpu in f32 (WGSL compute shaders on Vulkan, Metal or DX12; Mesa's
 //!   software Vulkan driver, llvmpipe, where there is no GPU), with or without burn's kernel
 //!   fusion: `fusion: true` runs [`WgpuFused`] (`Wgpu<f32, i32>`, i.e. burn-fusion over the
@@ -31,8 +33,8 @@ pub use crate::workers::tune_process;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::tensor::DType;
 
-/// Environment variable that switches wgpu fusion off (`0`, `off`, `false`) or on (`1`, `on`,
-/// `true`) when `-fusion` is not given.
+/// Environment variable that switches fusion off (`0`, `off`, `false`) or on (`1`, `on`,
+/// `true`) when `-fusion` is not given: off, every engine renders with the tensor stages.
 pub const FUSION_ENV: &str = "NANOBRAGG_FUSION";
 
 /// Elements per `[samples, orientations]` intermediate aimed for on wgpu (the memory budget
@@ -65,8 +67,9 @@ pub enum EngineKind {
 /// A compute engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
-    /// burn-ndarray on the CPU.
-    Cpu { precision: Precision },
+    /// burn-ndarray on the CPU; `fusion`: images by the native per-pixel loop, else by the
+    /// tensor stages.
+    Cpu { precision: Precision, fusion: bool },
     /// burn-wgpu, f32, fused or not.
     Wgpu { fusion: bool },
 }
@@ -75,6 +78,7 @@ impl Default for Engine {
     fn default() -> Self {
         Engine::Cpu {
             precision: Precision::F64,
+            fusion: true,
         }
     }
 }
@@ -101,15 +105,25 @@ pub trait BackendTask {
 
 impl Engine {
     /// Every engine, in the order benchmarks list them.
-    pub const ALL: [Engine; 4] = [
+    pub const ALL: [Engine; 6] = [
         Engine::Cpu {
             precision: Precision::F64,
+            fusion: true,
         },
         Engine::Cpu {
             precision: Precision::F32,
+            fusion: true,
         },
         Engine::Wgpu { fusion: true },
         Engine::Wgpu { fusion: false },
+        Engine::Cpu {
+            precision: Precision::F64,
+            fusion: false,
+        },
+        Engine::Cpu {
+            precision: Precision::F32,
+            fusion: false,
+        },
     ];
 
     /// Short name for messages.
@@ -117,45 +131,68 @@ impl Engine {
         match self {
             Engine::Cpu {
                 precision: Precision::F64,
+                fusion: true,
             } => "cpu (f64)",
             Engine::Cpu {
                 precision: Precision::F32,
+                fusion: true,
             } => "cpu (f32)",
+            Engine::Cpu {
+                precision: Precision::F64,
+                fusion: false,
+            } => "cpu (f64, tensor stages)",
+            Engine::Cpu {
+                precision: Precision::F32,
+                fusion: false,
+            } => "cpu (f32, tensor stages)",
             Engine::Wgpu { fusion: true } => "wgpu (fused)",
             Engine::Wgpu { fusion: false } => "wgpu (unfused)",
         }
     }
 
-    /// The identifier [`Engine::from_name`] parses: `cpu`, `cpu-f32`, `wgpu`, `wgpu-nofusion`.
+    /// The identifier [`Engine::from_name`] parses: `cpu`, `cpu-f32`, `wgpu`, `wgpu-nofusion`,
+    /// `cpu-nofusion`, `cpu-f32-nofusion`.
     pub fn id(&self) -> &'static str {
         match self {
             Engine::Cpu {
                 precision: Precision::F64,
+                fusion: true,
             } => "cpu",
             Engine::Cpu {
                 precision: Precision::F32,
+                fusion: true,
             } => "cpu-f32",
+            Engine::Cpu {
+                precision: Precision::F64,
+                fusion: false,
+            } => "cpu-nofusion",
+            Engine::Cpu {
+                precision: Precision::F32,
+                fusion: false,
+            } => "cpu-f32-nofusion",
             Engine::Wgpu { fusion: true } => "wgpu",
             Engine::Wgpu { fusion: false } => "wgpu-nofusion",
         }
     }
 
     /// Parse an engine identifier: `cpu` (= `cpu-f64`), `cpu-f32`, `wgpu` (= `wgpu-fusion`),
-    /// `wgpu-nofusion` (= `wgpu-unfused`). Plain `wgpu` is fused: the environment is not read.
+    /// `wgpu-nofusion` (= `wgpu-unfused`), `cpu-nofusion` (= `cpu-f64-nofusion`),
+    /// `cpu-f32-nofusion`. The plain names are fused: the environment is not read.
     pub fn from_name(name: &str) -> Result<Engine> {
+        let cpu = |precision, fusion| Engine::Cpu { precision, fusion };
         Ok(match name {
-            "cpu" | "cpu-f64" => Engine::Cpu {
-                precision: Precision::F64,
-            },
-            "cpu-f32" => Engine::Cpu {
-                precision: Precision::F32,
-            },
+            "cpu" | "cpu-f64" => cpu(Precision::F64, true),
+            "cpu-f32" => cpu(Precision::F32, true),
+            "cpu-nofusion" | "cpu-f64-nofusion" => cpu(Precision::F64, false),
+            "cpu-f32-nofusion" => cpu(Precision::F32, false),
             "wgpu" | "wgpu-fusion" | "wgpu-fused" => Engine::Wgpu { fusion: true },
             "wgpu-nofusion" | "wgpu-unfused" => Engine::Wgpu { fusion: false },
             other => {
                 return Err(Error::Engine {
                     engine: other.into(),
-                    message: "unknown engine (available: cpu, cpu-f32, wgpu, wgpu-nofusion)".into(),
+                    message: "unknown engine (available: cpu, cpu-f32, wgpu, wgpu-nofusion, cpu-nofusion, \
+                              cpu-f32-nofusion)"
+                        .into(),
                 })
             }
         })
@@ -165,18 +202,15 @@ impl Engine {
     /// given). wgpu computes in f32 only: asking it for f64 is an error naming the engine.
     /// Without `-fusion`, fusion follows [`FUSION_ENV`] and is on by default.
     pub fn select(kind: EngineKind, precision: Option<Precision>, fusion: Option<bool>) -> Result<Engine> {
+        let fusion = match fusion {
+            Some(f) => f,
+            None => fusion_from_env()?.unwrap_or(true),
+        };
         match kind {
-            EngineKind::Cpu => {
-                if fusion.is_some() {
-                    return Err(Error::flag(
-                        "-fusion",
-                        "only the wgpu engine fuses kernels (-engine wgpu)",
-                    ));
-                }
-                Ok(Engine::Cpu {
-                    precision: precision.unwrap_or_default(),
-                })
-            }
+            EngineKind::Cpu => Ok(Engine::Cpu {
+                precision: precision.unwrap_or_default(),
+                fusion,
+            }),
             EngineKind::Wgpu => {
                 if precision == Some(Precision::F64) {
                     return Err(Error::Engine {
@@ -187,22 +221,23 @@ impl Engine {
                             .into(),
                     });
                 }
-                let fusion = match fusion {
-                    Some(f) => f,
-                    None => fusion_from_env()?.unwrap_or(true),
-                };
                 Ok(Engine::Wgpu { fusion })
             }
         }
     }
 
-    /// The options this engine renders with: `base`, with the engine's chunking. The CPU keeps
-    /// `base` as it is; wgpu uses one worker (the device is shared, and llvmpipe already runs
+    /// The options this engine renders with: `base`, with the engine's chunking and whether
+    /// images render by one kernel or loop (`pixel_kernel`: fused). The CPU keeps `base`'s
+    /// threads and chunks; wgpu uses one worker (the device is shared, and llvmpipe already runs
     /// `LP_NUM_THREADS` threads, see [`crate::threads::apply_process_wide`]) and chunks of up
     /// to [`WGPU_CHUNK_ELEMENTS`] unless `base` sets a cap.
     pub fn options(&self, base: &RenderOptions) -> RenderOptions {
         match self {
-            Engine::Cpu { .. } => base.clone(),
+            // fused: the image by the native per-pixel loop; unfused: the tensor stages
+            Engine::Cpu { fusion, .. } => RenderOptions {
+                pixel_kernel: *fusion,
+                ..base.clone()
+            },
             Engine::Wgpu { fusion } => RenderOptions {
                 threads: 1,
                 max_chunk_elements: Some(base.max_chunk_elements.unwrap_or(WGPU_CHUNK_ELEMENTS)),
@@ -237,7 +272,7 @@ impl Engine {
             message,
         };
         match self {
-            Engine::Cpu { precision } => {
+            Engine::Cpu { precision, .. } => {
                 let device = NdArrayDevice::Cpu;
                 tune_process();
                 match precision {
@@ -436,7 +471,7 @@ mod tests {
     }
 
     #[test]
-    fn wgpu_is_f32_only_and_fusion_applies_to_wgpu() {
+    fn wgpu_is_f32_only_and_fusion_applies_to_every_engine() {
         let e = Engine::select(EngineKind::Wgpu, Some(Precision::F64), None).unwrap_err();
         assert!(matches!(&e, Error::Engine { engine, .. } if engine == "wgpu"), "{e}");
         assert!(e.to_string().contains("f32"), "{e}");
@@ -444,12 +479,15 @@ mod tests {
             Engine::select(EngineKind::Wgpu, Some(Precision::F32), Some(false)).unwrap(),
             Engine::Wgpu { fusion: false }
         );
-        let e = Engine::select(EngineKind::Cpu, None, Some(true)).unwrap_err();
-        assert!(e.to_string().contains("-fusion"), "{e}");
         assert_eq!(
-            Engine::select(EngineKind::Cpu, Some(Precision::F32), None).unwrap(),
+            Engine::select(EngineKind::Cpu, None, Some(false)).unwrap(),
+            Engine::from_name("cpu-nofusion").unwrap()
+        );
+        assert_eq!(
+            Engine::select(EngineKind::Cpu, Some(Precision::F32), Some(true)).unwrap(),
             Engine::Cpu {
-                precision: Precision::F32
+                precision: Precision::F32,
+                fusion: true
             }
         );
     }

@@ -620,7 +620,13 @@ impl Simulator {
                 "dtype=float64 with statistics=True: C's statistics are of the float32 image; call render(statistics=True) for them",
             ));
         }
-        if engine != Engine::default() {
+        if !matches!(
+            engine,
+            Engine::Cpu {
+                precision: Precision::F64,
+                ..
+            }
+        ) {
             return Err(value_error(format!(
                 "dtype=float64: the {} engine computes in f32; float64 images come from the cpu engine in f64",
                 engine.name()

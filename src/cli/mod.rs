@@ -60,7 +60,8 @@ pub struct RunOptions {
     pub engine: EngineKind,
     /// `-precision f64|f32`; `None`: the engine's own (f64 on the CPU, f32 on wgpu).
     pub precision: Option<Precision>,
-    /// `-fusion on|off` (wgpu); `None`: `NANOBRAGG_FUSION`, else on.
+    /// `-fusion on|off`: one kernel or loop per image, or the tensor stages op by op; `None`:
+    /// `NANOBRAGG_FUSION`, else on.
     pub fusion: Option<bool>,
     /// `-memory_mb N`: cap on the working memory of one pixel chunk, in bytes.
     pub memory_budget_bytes: Option<usize>,

@@ -152,7 +152,8 @@ Port options
   -gpu N|NAME               the wgpu engine's adapter: its index, or a part of its name
                             (default: the platform's high-performance adapter); a wrong one
                             is an error that lists them
-  -fusion on|off            wgpu kernel fusion (on; env NANOBRAGG_FUSION=0 switches it off)
+  -fusion on|off            one kernel (wgpu) or native loop (cpu) per image, or the tensor
+                            stages op by op (on; env NANOBRAGG_FUSION=0 switches it off)
   -precision f64|f32        floating-point precision (cpu: f64; wgpu: f32 only)
   -memory_mb N              memory budget for intermediates, all threads, MiB (256)
   -nthreads N               threads to keep busy: CPU workers, burn's own parallel work,

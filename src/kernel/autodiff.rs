@@ -55,8 +55,8 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
     scenes: &Arc<S>,
     params: &Params<Autodiff<B, C>>,
 ) -> Result<Option<Images<B, C>>> {
-    // no readback where there is no kernel (a CPU simulator's every forward pass)
-    if !B::has_pixel_kernel() {
+    // no readback where there is no kernel or native loop
+    if !B::renders_jobs() {
         return Ok(None);
     }
     let values = params.values()?;
@@ -163,7 +163,7 @@ impl<S: Scenes> ImageVjp<S> {
         let graph = self.scenes.scene(&params, self.image);
         let (setup, host) = self.scenes.images()[self.image];
         let w = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(cotangent));
-        if setup.options.adjoint_kernel {
+        if setup.options.adjoint_kernel && B::has_pixel_kernel() {
             if let Some(g) = self.kernel_gradients(&params, &graph, w.clone())? {
                 return Ok(g);
             }

@@ -5,14 +5,19 @@
 //!   [`super::pixel::image_statistics`] ([`super::cube`]).
 //! * `Fusion<B>`: registers the two launches as one `CustomOpIr` in burn-fusion's stream, run
 //!   by `B`'s implementation ([`super::fusion`]).
-//! * burn-ndarray: no kernel; the tensor stages render (the reference).
+//! * burn-ndarray: [`PixelKernel::render`] and [`PixelKernel::render_job`] by the native loop
+//!   ([`super::native`]) where the options ask for the kernel (`RenderOptions::pixel_kernel`),
+//!   else the tensor stages (the reference); gradients by the tensor stages (on an autodiff
+//!   backend over it, a simulator's image is the native loop's and its backward pass the
+//!   tensor stages' product on the host, [`super::autodiff`]).
 //! * `Autodiff<B>`: no kernel for packed inputs; a simulator's parameters
 //!   ([`PixelKernel::render_params`], `Simulator::forward`) render with `B`'s kernel, and the
 //!   image's backward pass is the vector–Jacobian kernel where it covers the image, else the
 //!   tensor stages' product on the host
 //!   ([`super::autodiff`]).
 
-use super::job::Switches;
+use super::job::{PixelJob, Switches};
+use super::native::Real;
 use crate::derivative::DerivativeImage;
 use crate::error::Result;
 use crate::gradient::{At, ChunkWeights, Vjp};
@@ -29,7 +34,7 @@ use burn::backend::ndarray::{
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{FloatTensor, IntTensor};
-use burn::tensor::Tensor;
+use burn::tensor::{Tensor, TensorData};
 use std::sync::Arc;
 
 /// The kernel's inputs on the backend's device (see [`super::layout`]): f32 `params`
@@ -148,6 +153,30 @@ pub trait PixelKernel: Backend {
         false
     }
 
+    /// Whether [`PixelKernel::render_job`] renders here: the cube kernel, or burn-ndarray's
+    /// native loop.
+    fn renders_jobs() -> bool {
+        Self::has_pixel_kernel()
+    }
+
+    /// The image `[spixels, fpixels]` (photons) of the one-shot `job` of `exp` on `device`,
+    /// untracked, and the pixel after which it switched to nearest neighbour
+    /// ([`PixelJob::switch_pixel`]): by the kernel (f32), or the native loop in the backend's
+    /// precision on `opts.threads` workers. `None` where this backend renders no jobs or the
+    /// launch does not fit.
+    fn render_job(
+        job: PixelJob,
+        exp: &Experiment,
+        opts: &RenderOptions,
+        device: &Self::Device,
+    ) -> Result<Option<super::KernelImage<Self>>> {
+        let _ = opts;
+        if !super::runs_on::<Self>(exp, 1) {
+            return Ok(None);
+        }
+        super::job_image::<Self>(job, exp, device).map(Some)
+    }
+
     /// Launch the render and the statistics; `None` where this backend has no kernel (the
     /// caller renders with the tensor stages).
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
@@ -198,7 +227,7 @@ pub trait PixelKernel: Backend {
     /// not cover the image ([`super::autodiff`]). `None` where this
     /// backend has no kernel (the caller renders with the tensor stages).
     fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
-        if !Self::has_pixel_kernel() {
+        if !Self::renders_jobs() {
             return Ok(None);
         }
         let images = super::images_at::<Self, S>(&**scenes, &params.values()?, &params.cell.val().device())?;
@@ -206,11 +235,37 @@ pub trait PixelKernel: Backend {
     }
 }
 
-impl<E: FloatNdArrayElement, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
+impl<E: FloatNdArrayElement + Real, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
 where
     NdArrayTensor: From<SharedArray<E>>,
     NdArrayTensor: From<SharedArray<I>>,
 {
+    /// The native loop in the backend's precision `E` where `opts.pixel_kernel` asks for the
+    /// kernel, else the tensor stages.
+    fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
+        if opts.pixel_kernel {
+            return super::native::render::<E>(exp, scene, opts);
+        }
+        crate::simulate::render_by_stages::<Self>(exp, scene, opts, device)
+    }
+
+    fn renders_jobs() -> bool {
+        true
+    }
+
+    /// The native loop in the backend's precision `E`, its image not rounded to f32.
+    fn render_job(
+        job: PixelJob,
+        exp: &Experiment,
+        opts: &RenderOptions,
+        device: &Self::Device,
+    ) -> Result<Option<super::KernelImage<Self>>> {
+        let (photons, switch) = super::native::job_photons::<E>(&job, opts)?;
+        let d = &exp.detector;
+        let image = Tensor::from_data(TensorData::new(photons, [d.spixels, d.fpixels]), device);
+        let switch = switch.map_or(i32::MAX, |p| i32::try_from(p).unwrap_or(i32::MAX));
+        Ok(Some((image, switch)))
+    }
 }
 
 /// An autodiff backend has no kernel of its own for [`PixelKernel::render_pixels`] (the

@@ -1,5 +1,6 @@
-//! What the host decides for one kernel launch: the experiment packed into the flat f32/i32
-//! arrays of [`super::layout`], and the compile-time switches.
+//! What the host decides for one run of the per-pixel loop: the experiment packed into the
+//! flat arrays of [`super::layout`] (f64 here; the cube kernels get them in f32, the native
+//! loop in its own precision), and the switches.
 
 use super::layout as at;
 use crate::config::CrystalShape;
@@ -12,17 +13,17 @@ use burn::tensor::{backend::Backend, Tensor};
 /// over 64 values keep ~7 digits; the blocks are finished in f64 on the host.
 pub const STAT_BLOCK: usize = 64;
 
-/// One launch's inputs, on the host.
+/// One run's inputs, on the host, in f64.
 #[derive(Debug, Clone)]
 pub struct PixelJob {
     pub switches: Switches,
-    pub params: Vec<f32>,
+    pub params: Vec<f64>,
     pub counts: Vec<i32>,
-    pub sources: Vec<f32>,
-    pub orientations: Vec<f32>,
-    pub scales: Vec<f32>,
-    pub hkl: Vec<f32>,
-    pub mask: Vec<f32>,
+    pub sources: Vec<f64>,
+    pub orientations: Vec<f64>,
+    pub scales: Vec<f64>,
+    pub hkl: Vec<f64>,
+    pub mask: Vec<f64>,
     pub shots: usize,
     /// Statistics blocks per shot.
     pub blocks_per_shot: usize,
@@ -32,6 +33,16 @@ impl PixelJob {
     /// The job for `exp` with the orientations and fluences of `scene` (one shot, or a batch of
     /// shots that differ only in those: [`Scene::batch`]).
     pub fn new(exp: &Experiment, scene: &Scene) -> Self {
+        Self::packed(exp, scene, vjp_image_rows)
+    }
+
+    /// [`PixelJob::new`] for the native loop, which has no use for the adjoint kernels' image
+    /// rows a thread (finding them asks wgpu for its adapter).
+    pub fn on_host(exp: &Experiment, scene: &Scene) -> Self {
+        Self::packed(exp, scene, || 1)
+    }
+
+    fn packed(exp: &Experiment, scene: &Scene, image_rows: impl FnOnce() -> usize) -> Self {
         let grid = exp.structure_factors.grid.as_ref().filter(|g| g.entries > 0);
         let interpolate = exp.structure_factors.interpolate && grid.is_some();
         let roi = exp.active_pixels().rect();
@@ -63,7 +74,7 @@ impl PixelJob {
         switches.rows_reversed = switches.products() && per_shot > at::ORIENTATION_BATCH;
         switches.rows_in_registers = switches.one_batch && scene.shots == 1 && scene.sources == 1;
         if !switches.products() {
-            switches.image_rows = vjp_image_rows();
+            switches.image_rows = image_rows();
         }
         let mut counts = vec![0i32; at::COUNTS];
         let d = &exp.detector;
@@ -92,14 +103,10 @@ impl PixelJob {
             counts,
             sources: sources(scene),
             orientations: orientations(scene),
-            // r_e²·fluence/steps in f64, then f32: the two alone would overflow f32
-            scales: scene
-                .fluence
-                .iter()
-                .map(|f| (R_E_SQR * f / exp.steps as f64) as f32)
-                .collect(),
-            hkl: grid.map_or(vec![0.0], |g| g.values.iter().map(|&v| v as f32).collect()),
-            mask: mask.map_or(vec![1.0], |m| m.iter().map(|&v| v as f32).collect()),
+            // r_e²·fluence/steps (f32 holds the product, not r_e² and the fluence alone)
+            scales: scene.fluence.iter().map(|f| R_E_SQR * f / exp.steps as f64).collect(),
+            hkl: grid.map_or(vec![0.0], |g| g.values.clone()),
+            mask: mask.unwrap_or_else(|| vec![1.0]),
             shots: scene.shots,
             blocks_per_shot,
         }
@@ -123,7 +130,7 @@ impl PixelJob {
             scene.lattice.recip = [0, 1, 2].map(|v| [recip[3 * v], recip[3 * v + 1], recip[3 * v + 2]]);
         }
         let mut job = Self::new(exp, &scene);
-        let mut set = |at: usize, v: f64| job.params[at] = v as f32;
+        let mut set = |at: usize, v: f64| job.params[at] = v;
         set(at::CLOSE_DISTANCE, read(&st.close_distance)?[0]);
         set(at::DISTANCE, read(&st.distance)?[0]);
         if let Some(k) = &st.kahn {
@@ -140,7 +147,7 @@ impl PixelJob {
             job.switches.water |= i_bg != 0.0;
         }
         if let Some(h) = &st.hkl {
-            job.hkl = to_host(h.values.clone())?.into_iter().map(|v| v as f32).collect();
+            job.hkl = to_host(h.values.clone())?;
         }
         Ok(job)
     }
@@ -159,7 +166,7 @@ impl PixelJob {
 }
 
 /// The scalar parameters, `[PARAMS]`.
-fn params(exp: &Experiment, scene: &Scene) -> Vec<f32> {
+fn params(exp: &Experiment, scene: &Scene) -> Vec<f64> {
     let d = &exp.detector;
     let mut p = vec![0.0f64; at::PARAMS];
     let mut put = |at: usize, v: &[f64]| p[at..at + v.len()].copy_from_slice(v);
@@ -182,11 +189,11 @@ fn params(exp: &Experiment, scene: &Scene) -> Vec<f32> {
     put(at::N_CELLS, &scene.lattice.n);
     put(at::FUDGE, &[scene.lattice.fudge]);
     put(at::RECIP, &scene.lattice.recip.concat());
-    p.into_iter().map(|v| v as f32).collect()
+    p
 }
 
 /// `[S, 10]`: incident direction, 1/λ, E_in, B_in of each source.
-fn sources(scene: &Scene) -> Vec<f32> {
+fn sources(scene: &Scene) -> Vec<f64> {
     let s = scene.sources;
     let column = |t: &[f64], si: usize| [t[si], t[s + si], t[2 * s + si]];
     (0..s)
@@ -198,12 +205,11 @@ fn sources(scene: &Scene) -> Vec<f32> {
             row.extend(column(&scene.b_in_t, si));
             row
         })
-        .map(|v| v as f32)
         .collect()
 }
 
 /// `[C, 12]`: a/λ, b/λ, c/λ (from the scene's `[3, 3C]` columns), then a·i/λ, b·i/λ, c·i/λ.
-fn orientations(scene: &Scene) -> Vec<f32> {
+fn orientations(scene: &Scene) -> Vec<f64> {
     let c = scene.orientations;
     (0..c)
         .flat_map(|ci| {
@@ -211,7 +217,6 @@ fn orientations(scene: &Scene) -> Vec<f32> {
             let offset = (0..3).map(move |v| scene.offset[v * c + ci]);
             coef.chain(offset)
         })
-        .map(|v| v as f32)
         .collect()
 }
 

@@ -7,8 +7,9 @@
 //! * [`adjoint`]: the render's adjoints, the vector–Jacobian product and the derivative images
 //!   as kernels; [`scatter`]: the structure-factor grid's gradient; [`vjp`]: their launches
 //!   from the host and their sums as gradients.
-//! * [`PixelKernel`]: the backend extension (cube backend, fusion's custom op; none on
-//!   burn-ndarray and autodiff, which render with the tensor stages).
+//! * [`native`]: the same loop in native Rust, burn-ndarray's render (f64 or f32).
+//! * [`PixelKernel`]: the backend extension (cube backend, fusion's custom op, burn-ndarray's
+//!   native loop; autodiff renders a simulator's parameters with its inner backend's kernel).
 //! * [`render`]: images from one launch, on any backend that has the kernel.
 //!
 //! The tensor stages (`src/simulate.rs`) stay the reference; `tests/integration/kernel.rs`
@@ -26,6 +27,7 @@ mod dispatch;
 mod fusion;
 pub mod job;
 pub mod layout;
+pub mod native;
 #[cfg(feature = "gpu")]
 pub mod pixel;
 #[cfg(feature = "gpu")]
@@ -83,10 +85,11 @@ pub type KernelImage<B> = (Tensor<B, 2>, i32);
 
 /// The images `[spixels, fpixels]` (photons) of `scenes` at the parameter `values` (as
 /// [`Params::values`] lists them), each with its job's tricubic switch pixel
-/// ([`PixelJob::switch_pixel`]), rendered by the kernel and left on `device`, untracked: the
-/// scenes are evaluated on the host in f64 ([`Host`]) and packed for the kernel, so the device
-/// runs the kernel launches alone. `None` where `B` has no kernel, an image's options do not
-/// ask for it (`RenderOptions::pixel_kernel`), a launch does not fit, or
+/// ([`PixelJob::switch_pixel`]), rendered by the kernel or the native loop
+/// ([`PixelKernel::render_job`]) and left on `device`, untracked: the scenes are evaluated on
+/// the host in f64 ([`Host`]) and packed, so the device runs the kernel launches alone. `None`
+/// where `B` renders no jobs, an image's options do not ask for it
+/// (`RenderOptions::pixel_kernel`), a launch does not fit, or
 /// the process renders on the CPU in f32 (the CPU device's dtype is fixed per process: the
 /// caller then renders with the tensor stages on its own device).
 pub fn images_at<B: PixelKernel, S: Scenes>(
@@ -95,10 +98,7 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     device: &B::Device,
 ) -> Result<Option<Vec<KernelImage<B>>>> {
     let images = scenes.images();
-    if !images
-        .iter()
-        .all(|(setup, _)| setup.options.pixel_kernel && runs_on::<B>(&setup.exp, 1))
-    {
+    if !B::renders_jobs() || !images.iter().all(|(setup, _)| setup.options.pixel_kernel) {
         return Ok(None);
     }
     let cpu = NdArrayDevice::Cpu;
@@ -111,10 +111,9 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
         .zip(scenes.scenes(&params))
         .map(|((setup, host), st)| {
             let job = PixelJob::of_scene_tensors(&setup.exp, host, &st)?;
-            job_image::<B>(job, &setup.exp, device)
+            B::render_job(job, &setup.exp, &setup.options, device)
         })
-        .collect::<Result<Vec<_>>>()
-        .map(Some)
+        .collect::<Result<Option<Vec<_>>>>()
 }
 
 /// The image `[spixels, fpixels]` of a one-shot job, left on the device (C's tricubic
@@ -173,7 +172,7 @@ fn launch<B: PixelKernel>(job: &PixelJob, exp: &Experiment, device: &B::Device) 
 /// The job's arrays on `device`, as the kernels read them: f32 and i32 whatever the device's
 /// default dtypes (an embedding program may have set i64).
 fn upload<B: PixelKernel>(job: &PixelJob, device: &B::Device) -> KernelInputs<B> {
-    let float = |v: &[f32]| upload_floats::<B>(v, device);
+    let float = |v: &[f64]| upload_floats::<B>(v, device);
     let counts = TensorData::new(job.counts.clone(), [job.counts.len()]);
     KernelInputs::<B> {
         params: float(&job.params),
@@ -186,9 +185,11 @@ fn upload<B: PixelKernel>(job: &PixelJob, device: &B::Device) -> KernelInputs<B>
     }
 }
 
-/// `v` as an f32 tensor `[v.len()]` on `device`.
-fn upload_floats<B: PixelKernel>(v: &[f32], device: &B::Device) -> FloatTensor<B> {
-    Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), (device, DType::F32))
+/// `v` rounded to f32, as an f32 tensor `[v.len()]` on `device`.
+pub(crate) fn upload_floats<B: PixelKernel>(v: &[f64], device: &B::Device) -> FloatTensor<B> {
+    let v: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    let n = v.len();
+    Tensor::<B, 1>::from_data(TensorData::new(v, [n]), (device, DType::F32))
         .into_primitive()
         .tensor()
 }

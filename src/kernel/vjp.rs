@@ -80,7 +80,7 @@ fn grid_gradient<B: PixelKernel>(
     }
     let exponent = fixed_point_exponent(bound);
     let mut params = job.params.clone();
-    params[at::GRID_SCALE] = 2f32.powi(exponent);
+    params[at::GRID_SCALE] = 2f64.powi(exponent);
     let shape = vjp_shape(job, exp, 0);
     let inputs = KernelInputs {
         params: upload_floats::<B>(&params, device),
@@ -193,11 +193,7 @@ fn row_incidents(job: &PixelJob) -> Vec<[f64; 3]> {
     (0..c)
         .map(|o| {
             let r = (o / per_source.max(1)) * at::SOURCE_WIDTH + at::INCIDENT;
-            [
-                job.sources[r] as f64,
-                job.sources[r + 1] as f64,
-                job.sources[r + 2] as f64,
-            ]
+            [job.sources[r], job.sources[r + 1], job.sources[r + 2]]
         })
         .collect()
 }

@@ -8,14 +8,14 @@ use burn::tensor::{backend::Backend, Tensor};
 use std::f64::consts::PI;
 
 /// |δ| below which sin(Nπδ)/sin(πδ) is replaced by its limit N.
-const SINCG_EPS: f64 = 1e-9;
+pub(crate) const SINCG_EPS: f64 = 1e-9;
 /// δ put in at a node by [`sincg_n`] (half-turns) so that no quotient there is 0/0; the node's
 /// value N and partials (1, 0) replace what it gives.
 const NODE_T: f64 = 0.25;
 /// |x| below which sinc3 uses its Taylor series.
-const SINC3_SERIES: f64 = 1e-2;
+pub(crate) const SINC3_SERIES: f64 = 1e-2;
 /// Scale of the ROUND shape: √(volume ratio) of the cube and the sphere, as C.
-const ROUND_SCALE: f64 = 0.723601254558268;
+pub(crate) const ROUND_SCALE: f64 = 0.723601254558268;
 
 /// Distance to the nearest integer, δ = x − ceil(x − ½) ∈ (−½, ½] (C's rounding, ties down).
 ///

@@ -174,10 +174,10 @@ impl<B: PixelKernel> Simulator<B> {
     /// The image at `params`, tensors the caller may have computed (e.g. with
     /// [`Params::replace`]); gradients flow back into them.
     ///
-    /// Where the backend has the one-kernel render ([`PixelKernel`]: the wgpu backends, and
-    /// autodiff over them) and `options.pixel_kernel` is on (the default), the parameters'
-    /// values are read back, the scene is evaluated from them on the host in f64 and the
-    /// image is the kernel's: one operation of the caller's graph whose parents are the
+    /// Where the backend has the one-kernel render or the native loop ([`PixelKernel`]: the
+    /// wgpu backends, burn-ndarray in f64, and autodiff over them) and `options.pixel_kernel`
+    /// is on (the default), the parameters' values are read back, the scene is evaluated from
+    /// them on the host in f64 and the image is the kernel's or the loop's: one operation of the caller's graph whose parents are the
     /// parameter tensors, its backward pass the vector–Jacobian product of the tensor stages
     /// on the CPU (`docs/gradients.md`). Otherwise the tensor stages render, span by span, on
     /// the caller's graph. A readback that fails falls back to the tensor stages.

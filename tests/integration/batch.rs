@@ -12,6 +12,7 @@ use nanobragg::simulate::{Image, RenderOptions};
 
 const CPU: Engine = Engine::Cpu {
     precision: Precision::F64,
+    fusion: true,
 };
 
 /// The experiments of `base` with each shot's flags appended.

@@ -88,5 +88,6 @@ fn reshaped_views_on_cpu() {
     }
     check(Engine::Cpu {
         precision: nanobragg::engine::Precision::F32,
+        fusion: false,
     });
 }

@@ -23,8 +23,10 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 const FUSED: Engine = Engine::Wgpu { fusion: true };
 const UNFUSED: Engine = Engine::Wgpu { fusion: false };
+/// The tensor stages on the CPU in f64, the reference the kernels are held against.
 const CPU: Engine = Engine::Cpu {
     precision: Precision::F64,
+    fusion: false,
 };
 
 /// The kernel's images of one experiment on an engine's backend (`None`: the backend has no

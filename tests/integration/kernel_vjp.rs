@@ -26,8 +26,10 @@ use nanobragg::simulate::RenderOptions;
 use proptest::prelude::*;
 
 const FUSED: Engine = Engine::Wgpu { fusion: true };
+/// The tensor stages on the CPU in f64, the reference the kernels are held against.
 const CPU: Engine = Engine::Cpu {
     precision: Precision::F64,
+    fusion: false,
 };
 
 /// The crystal and beam every configuration starts from (triclinic, misset).

@@ -26,6 +26,7 @@ mod gradients;
 mod kernel;
 mod kernel_autodiff;
 mod kernel_vjp;
+mod native;
 mod nexus;
 mod outputs;
 mod outside_crate;

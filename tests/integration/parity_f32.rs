@@ -1,4 +1,5 @@
-//! Image parity with the C program on every golden case, on the f32 CPU engine.
+//! Image parity with the C program on every golden case, on the f32 CPU engine: its native
+//! loop and its tensor stages.
 //!
 //! In a process of its own (`common::own_process`): burn fixes a device's float dtype per
 //! process, so f32 and f64 renders must not share one. Thresholds (f32 engines): correlation
@@ -18,11 +19,15 @@ fn every_golden_case_matches_c_in_single_precision() {
         return;
     }
     let Some(dir) = common::golden_dir() else { return };
-    let engine = Engine::Cpu {
-        precision: Precision::F32,
-    };
     let mut failures = Vec::new();
-    for case in common::cases(&dir) {
+    for (case, fusion) in common::cases(&dir)
+        .into_iter()
+        .flat_map(|c| [(c.clone(), true), (c, false)])
+    {
+        let engine = Engine::Cpu {
+            precision: Precision::F32,
+            fusion,
+        };
         let Parsed::Run(mut cfg, _) = parse_args(&case.args).unwrap() else {
             panic!()
         };
@@ -33,9 +38,13 @@ fn every_golden_case_matches_c_in_single_precision() {
         let image = engine.render(&exp, &RenderOptions::default()).unwrap();
         let corr = common::correlation(&image.data, &case.image);
         let ratio = common::sum_ratio(&image.data, &case.image);
-        println!("{:<36} {:>12.8} {:>12.8}", case.name, corr, ratio);
+        println!("{:<36} {:<17} {:>12.8} {:>12.8}", case.name, engine.id(), corr, ratio);
         if !(corr >= 0.999 && (ratio - 1.0).abs() <= 1e-2) {
-            failures.push(format!("{}: correlation {corr}, sum ratio {ratio}", case.name));
+            failures.push(format!(
+                "{} ({}): correlation {corr}, sum ratio {ratio}",
+                case.name,
+                engine.id()
+            ));
         }
     }
     assert!(

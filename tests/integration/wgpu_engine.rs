@@ -22,8 +22,10 @@ const CONFIG: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -l
     -pixel 0.4 -detpixels 24 -detector_rotx 2 -detector_roty 1 -twotheta 3 -mosaic 0.5 -mosaic_dom 3 \
     -phi 5 -osc 2 -phisteps 2 -polar 0.8 -oversample 1";
 
+/// The tensor stages on the CPU in f64, the reference the kernels are held against.
 const CPU: Engine = Engine::Cpu {
     precision: Precision::F64,
+    fusion: false,
 };
 
 /// Gradients of a weighted image sum on wgpu agree with the CPU f64 ones: per component,
