@@ -31,8 +31,20 @@ use std::sync::Mutex;
 pub fn render<F: Real>(exp: &Experiment, scene: &Scene, opts: &RenderOptions) -> Result<Vec<Image>> {
     let job = PixelJob::on_host(exp, scene);
     let inputs = Inputs::<F>::new(&job);
-    let (rows, switch) = render_roi(&inputs, opts)?;
-    Ok(images(&inputs, &rows, switch.is_some()))
+    let pixels = inputs.fpixels * inputs.spixels;
+    let mut data = vec![vec![0.0f32; pixels]; inputs.scales.len()];
+    let (omega_sum, switch) = render_roi(&inputs, opts, &mut data)?;
+    Ok(data
+        .into_iter()
+        .map(|data| Image {
+            fpixels: inputs.fpixels,
+            spixels: inputs.spixels,
+            data,
+            omega_sum,
+            interpolation_fell_back: switch.is_some(),
+            statistics: None,
+        })
+        .collect())
 }
 
 /// The image `[spixels·fpixels]` (photons, not rounded to f32) of the one-shot `job`, and
@@ -40,21 +52,31 @@ pub fn render<F: Real>(exp: &Experiment, scene: &Scene, opts: &RenderOptions) ->
 /// fall-back), by the loop in precision `F` on `opts.threads` workers.
 pub fn job_photons<F: Real>(job: &PixelJob, opts: &RenderOptions) -> Result<(Vec<f64>, Option<usize>)> {
     let inputs = Inputs::<F>::new(job);
-    let (rows, switch) = render_roi(&inputs, opts)?;
-    let mut image = vec![0.0; inputs.fpixels * inputs.spixels];
-    let cols = inputs.cols.len();
-    for (row, slow) in rows.iter().zip(inputs.rows.clone()) {
-        let first = slow * inputs.fpixels + inputs.cols.start;
-        image[first..first + cols].copy_from_slice(&row.photons[..cols]);
-    }
-    Ok((image, switch))
+    let mut image = vec![vec![0.0f64; inputs.fpixels * inputs.spixels]];
+    let (_, switch) = render_roi(&inputs, opts, &mut image)?;
+    Ok((image.swap_remove(0), switch))
 }
 
-/// Every ROI row, with C's tricubic fall-back, and the pixel where it switched.
-fn render_roi<F: Real>(inputs: &Inputs<F>, opts: &RenderOptions) -> Result<(Vec<RowOut>, Option<usize>)> {
+/// Every ROI row into `images` (one per shot, `[spixels·fpixels]`, zero outside the ROI and
+/// where masked), with C's tricubic fall-back: Σω (shot 0, sr) and the pixel where the render
+/// switched to nearest neighbour.
+fn render_roi<F: Real, T: Real>(
+    inputs: &Inputs<F>,
+    opts: &RenderOptions,
+    images: &mut [Vec<T>],
+) -> Result<(f64, Option<usize>)> {
     let roi_rows = inputs.rows.clone();
-    let mut rows = render_rows(inputs, roi_rows.clone(), None, opts)?;
-    let switch = rows.iter().filter_map(|r| r.left_grid_at).min();
+    // each ROI row's ROI columns in every shot's image, handed to one worker at a time
+    let mut per_row: Vec<Vec<&mut [T]>> = (0..roi_rows.len()).map(|_| Vec::new()).collect();
+    for image in images.iter_mut() {
+        let rows = image.chunks_mut(inputs.fpixels.max(1)).skip(roi_rows.start);
+        for (slices, row) in per_row.iter_mut().zip(rows) {
+            slices.push(&mut row[inputs.cols.clone()]);
+        }
+    }
+    let slots: Vec<Mutex<Vec<&mut [T]>>> = per_row.into_iter().map(Mutex::new).collect();
+    let mut sums = render_rows(inputs, &slots, roi_rows.clone(), None, opts)?;
+    let switch = sums.iter().filter_map(|r| r.left_grid_at).min();
     if let Some(pixel) = switch {
         // every pixel after `pixel` uses nearest neighbour from its start: its row and those
         // after it again
@@ -63,56 +85,56 @@ fn render_roi<F: Real>(inputs: &Inputs<F>, opts: &RenderOptions) -> Result<(Vec<
             progress: None,
             ..opts.clone()
         };
-        let again = render_rows(inputs, from..roi_rows.end, Some(pixel), &quiet)?;
-        rows.truncate(from - roi_rows.start);
-        rows.extend(again);
+        let again = render_rows(inputs, &slots, from..roi_rows.end, Some(pixel), &quiet)?;
+        sums.truncate(from - roi_rows.start);
+        sums.extend(again);
     }
-    Ok((rows, switch))
+    Ok((sums.iter().map(|r| r.omega).sum(), switch))
 }
 
-/// One ROI row's results: the photons of its ROI columns, shot after shot (`[shots·cols]`),
-/// its Σω (shot 0, sr), and the first pixel (image index) where tricubic interpolation left
-/// the grid.
-struct RowOut {
-    photons: Vec<f64>,
+/// What one ROI row leaves besides its pixels: its Σω (shot 0, sr), and the first pixel
+/// (image index) where tricubic interpolation left the grid.
+struct RowSums {
     omega: f64,
     left_grid_at: Option<usize>,
 }
 
-/// The rows `rows` (image rows inside the ROI), in order; pixels after image index `switch`
-/// use nearest neighbour from their start.
-fn render_rows<F: Real>(
+/// ROI rows of `slots` (one per ROI row: its columns in every shot's image) from image row
+/// `rows.start` to `rows.end`, in order; pixels after image index `switch` use nearest
+/// neighbour from their start.
+fn render_rows<F: Real, T: Real>(
     inp: &Inputs<F>,
+    slots: &[Mutex<Vec<&mut [T]>>],
     rows: std::ops::Range<usize>,
     switch: Option<usize>,
     opts: &RenderOptions,
-) -> Result<Vec<RowOut>> {
+) -> Result<Vec<RowSums>> {
     let next = AtomicUsize::new(rows.start);
     let done = AtomicUsize::new(0);
     let total = rows.len() * inp.cols.len();
-    let out: Mutex<Vec<Option<RowOut>>> = Mutex::new((0..rows.len()).map(|_| None).collect());
+    let sums: Mutex<Vec<Option<RowSums>>> = Mutex::new((0..rows.len()).map(|_| None).collect());
     let threads = opts.threads.clamp(1, rows.len().max(1));
     crate::workers::run(threads, || loop {
         let slow = next.fetch_add(1, Ordering::Relaxed);
         if slow >= rows.end {
             break;
         }
-        let row = render_row(inp, slow, switch);
-        out.lock().expect("a row is stored whole")[slow - rows.start] = Some(row);
+        let mut out = slots[slow - inp.rows.start].lock().expect("a row is written whole");
+        let row = render_row(inp, slow, switch, &mut out);
+        drop(out);
+        sums.lock().expect("a row is stored whole")[slow - rows.start] = Some(row);
         let n = done.fetch_add(inp.cols.len(), Ordering::Relaxed) + inp.cols.len();
         if let Some(progress) = &opts.progress {
             progress(n, total);
         }
     })?;
-    let rows = out.into_inner().expect("a row is stored whole");
-    Ok(rows.into_iter().map(|r| r.expect("every row rendered")).collect())
+    let sums = sums.into_inner().expect("a row is stored whole");
+    Ok(sums.into_iter().map(|r| r.expect("every row rendered")).collect())
 }
 
-/// One image row inside the ROI: every shot's photons at its ROI columns.
-fn render_row<F: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usize>) -> RowOut {
-    let cols = inp.cols.len();
-    let shots = inp.scales.len();
-    let mut photons = vec![0.0; shots * cols];
+/// One image row inside the ROI: every shot's photons at its ROI columns into `out` (one slice
+/// per shot; masked pixels are left as they are, 0).
+fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usize>, out: &mut [&mut [T]]) -> RowSums {
     let (mut omega, mut left_grid_at) = (0.0, None);
     for (c, fast) in inp.cols.clone().enumerate() {
         if !is_rendered(inp, slow, fast) {
@@ -122,21 +144,17 @@ fn render_row<F: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usize>) -> R
         let nearest_now = switch.is_some_and(|s| pixel > s);
         for (shot, &scale) in inp.scales.iter().enumerate() {
             let rows = &inp.orientations[shot * inp.per_shot..(shot + 1) * inp.per_shot];
-            let out = pixel::pixel_photons(inp, rows, slow, fast, nearest_now);
-            photons[shot * cols + c] = out.photons.to_f64() * scale;
+            let value = pixel::pixel_photons(inp, rows, slow, fast, nearest_now);
+            out[shot][c] = T::of(value.photons.to_f64() * scale);
             if shot == 0 {
-                omega += out.omega.to_f64();
+                omega += value.omega.to_f64();
             }
-            if out.left_grid && left_grid_at.is_none() {
+            if value.left_grid && left_grid_at.is_none() {
                 left_grid_at = Some(pixel);
             }
         }
     }
-    RowOut {
-        photons,
-        omega,
-        left_grid_at,
-    }
+    RowSums { omega, left_grid_at }
 }
 
 /// Whether pixel (slow, fast), inside the ROI, is rendered (not masked).
@@ -145,30 +163,4 @@ fn is_rendered<F>(inp: &Inputs<F>, slow: usize, fast: usize) -> bool {
         let width = inp.cols.len();
         mask[(slow - inp.rows.start) * width + fast - inp.cols.start]
     })
-}
-
-/// The images, one per shot, from the ROI's rows (0 outside the ROI).
-fn images<F>(inp: &Inputs<F>, rows: &[RowOut], fell_back: bool) -> Vec<Image> {
-    let cols = inp.cols.len();
-    let omega_sum = rows.iter().map(|r| r.omega).sum();
-    (0..inp.scales.len())
-        .map(|shot| {
-            let mut data = vec![0.0f32; inp.fpixels * inp.spixels];
-            for (row, slow) in rows.iter().zip(inp.rows.clone()) {
-                let first = slow * inp.fpixels + inp.cols.start;
-                let values = &row.photons[shot * cols..(shot + 1) * cols];
-                for (d, &v) in data[first..first + cols].iter_mut().zip(values) {
-                    *d = v as f32;
-                }
-            }
-            Image {
-                fpixels: inp.fpixels,
-                spixels: inp.spixels,
-                data,
-                omega_sum,
-                interpolation_fell_back: fell_back,
-                statistics: None,
-            }
-        })
-        .collect()
 }
