@@ -33,16 +33,6 @@ impl PixelJob {
     /// The job for `exp` with the orientations and fluences of `scene` (one shot, or a batch of
     /// shots that differ only in those: [`Scene::batch`]).
     pub fn new(exp: &Experiment, scene: &Scene) -> Self {
-        Self::packed(exp, scene, vjp_image_rows)
-    }
-
-    /// [`PixelJob::new`] for the native loop, which has no use for the adjoint kernels' image
-    /// rows a thread (finding them asks wgpu for its adapter).
-    pub fn on_host(exp: &Experiment, scene: &Scene) -> Self {
-        Self::packed(exp, scene, || 1)
-    }
-
-    fn packed(exp: &Experiment, scene: &Scene, image_rows: impl FnOnce() -> usize) -> Self {
         let grid = exp.structure_factors.grid.as_ref().filter(|g| g.entries > 0);
         let interpolate = exp.structure_factors.interpolate && grid.is_some();
         let roi = exp.active_pixels().rect();
@@ -73,8 +63,10 @@ impl PixelJob {
         };
         switches.rows_reversed = switches.products() && per_shot > at::ORIENTATION_BATCH;
         switches.rows_in_registers = switches.one_batch && scene.shots == 1 && scene.sources == 1;
+        // without the products the adjoint kernels' launch chooses ([`Switches::vjp_rows`]):
+        // asking wgpu for its adapter here would probe it for every CPU render
         if !switches.products() {
-            switches.image_rows = image_rows();
+            switches.image_rows = 0;
         }
         let mut counts = vec![0i32; at::COUNTS];
         let d = &exp.detector;
@@ -260,12 +252,22 @@ pub struct Switches {
     /// whole table.
     pub rows_in_registers: bool,
     /// Image rows each invocation of the vector–Jacobian kernel takes (one after another, into
-    /// the same accumulators): [`vjp_image_rows`] where the `-oversample_*` products are off,
-    /// else 1. More rows a thread, fewer workgroup sums a pixel.
+    /// the same accumulators): 1 with the `-oversample_*` products; without them 0 as packed,
+    /// meaning [`vjp_image_rows`], chosen when the adjoint kernels launch
+    /// ([`Switches::vjp_rows`]). More rows a thread, fewer workgroup sums a pixel.
     pub image_rows: usize,
 }
 
 impl Switches {
+    /// These switches as the adjoint kernels launch with them: an `image_rows` left to the
+    /// launch (0) becomes [`vjp_image_rows`].
+    pub fn vjp_rows(mut self) -> Self {
+        if self.image_rows == 0 {
+            self.image_rows = vjp_image_rows();
+        }
+        self
+    }
+
     /// Whether the `-oversample_*` products apply: a factor per term instead of per pixel.
     pub fn products(&self) -> bool {
         self.oversample_thick || self.oversample_polar || self.oversample_omega

@@ -33,7 +33,7 @@ pub fn kernel_covers(job: &PixelJob) -> bool {
 fn vjp_shape(job: &PixelJob, exp: &Experiment, derivatives: usize) -> VjpShape {
     let d = &exp.detector;
     VjpShape {
-        switches: job.switches,
+        switches: job.switches.vjp_rows(),
         spixels: d.spixels,
         fpixels: d.fpixels,
         width: at::G_GLOBALS + job.orientations.len(),

@@ -29,7 +29,7 @@ use std::sync::Mutex;
 /// one per shot, by the native loop in precision `F` on `opts.threads` workers; progress
 /// reported through `opts` as rows finish.
 pub fn render<F: Real>(exp: &Experiment, scene: &Scene, opts: &RenderOptions) -> Result<Vec<Image>> {
-    let job = PixelJob::on_host(exp, scene);
+    let job = PixelJob::new(exp, scene);
     let inputs = Inputs::<F>::new(&job);
     let pixels = inputs.fpixels * inputs.spixels;
     let mut data = vec![vec![0.0f32; pixels]; inputs.scales.len()];
