@@ -5,17 +5,20 @@
 //!   host in f64 and the inner backend's kernel renders it ([`super::images_at`]). The device
 //!   runs the kernel alone: no graph from the parameters to the scene is built there.
 //! * **Backward:** w = ∂L/∂I stays on the device. The scene graph is built again from the
-//!   values on `Autodiff<NdArray<f64>>`; the inner backend's vector–Jacobian kernel
-//!   ([`super::vjp`], [`super::adjoint`]) gives g_z = Σ_p w_p·∂I_p/∂z for the scene's
-//!   variables z (and, where the structure-factor grid's values are parameters, the scatter
-//!   kernel their gradient, [`super::scatter`]), and (∂z/∂θ)ᵀ·g_z follows over the small scene
-//!   graph on the host. Where the kernels do not cover the image ([`super::vjp::kernel_covers`]),
+//!   values on `Autodiff<NdArray<f64>>`; the inner backend's vector–Jacobian product
+//!   ([`PixelKernel::job_vjp`]: the adjoint kernels on a GPU, [`super::adjoint`] and
+//!   [`super::scatter`]; the native loop's reverse pass on the CPU, [`super::native::vjp`])
+//!   gives g_z = Σ_p w_p·∂I_p/∂z for the scene's variables z (and, where the
+//!   structure-factor grid's values are parameters, their gradient), and (∂z/∂θ)ᵀ·g_z follows
+//!   over the small scene graph on the host. Where the kernels do not cover the image ([`super::vjp::kernel_covers`]),
 //!   w is read back and the tensor stages take the product on the host, in
 //!   f64 over the worker pool ([`scene_graph_vjp`]). Each parameter's gradient is registered
 //!   on its tensor, so it flows on into the caller's graph.
 //!
-//! The image is the kernel's; its gradients are the kernel's adjoint (equal to the tensor
-//! stages' to f32 precision, `tests/integration/kernel_vjp.rs`) or the tensor stages' own. The
+//! The image is the kernel's or the loop's; its gradients are the kernel's adjoint (equal to
+//! the tensor stages' to f32 precision, `tests/integration/kernel_vjp.rs`), the loop's
+//! reverse pass (to f64 rounding, `tests/integration/native_vjp.rs`) or the tensor stages'
+//! own. The
 //! fall-back runs autodiff of its own, on worker threads, inside the caller's backward pass:
 //! the vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
 
@@ -138,7 +141,7 @@ impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for Pa
         let gradients = ops
             .state
             .gradients::<B>(cotangent)
-            .expect("the tensor stages' vector–Jacobian product of the kernel's image");
+            .expect("the vector–Jacobian product of the kernel's or the loop's image");
         let slots = ops.parents.iter().zip(ops.state.present).zip(PARAMETERS);
         for ((parent, present), (name, _)) in slots {
             let (Some(parent), true) = (parent, present) else {
@@ -153,17 +156,27 @@ impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for Pa
     }
 }
 
+/// How a backward pass on the host runs: the CPU engine's chunking and threads, within the
+/// simulator's memory budget.
+fn backward_options(setup: &crate::simulator::Setup) -> RenderOptions {
+    RenderOptions {
+        memory_budget: setup.options.memory_budget,
+        ..RenderOptions::default()
+    }
+}
+
 impl<S: Scenes> ImageVjp<S> {
     /// Σ_p w_p·∂I_p/∂θ for every parameter, w = ∂L/∂I `[spixels, fpixels]` the cotangent: by
-    /// the vector–Jacobian kernel where it covers the image (and the image's options allow
-    /// it, `RenderOptions::adjoint_kernel`), else by the tensor stages on the host.
+    /// the inner backend's vector–Jacobian product (the kernels' or the native loop's) where
+    /// it covers the image (and the image's options allow it, `RenderOptions::adjoint_kernel`),
+    /// else by the tensor stages on the host.
     fn gradients<B: PixelKernel>(&self, cotangent: FloatTensor<B>) -> Result<Vec<ParamGradient>> {
         let device = NdArrayDevice::Cpu;
         let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;
         let graph = self.scenes.scene(&params, self.image);
         let (setup, host) = self.scenes.images()[self.image];
         let w = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(cotangent));
-        if setup.options.adjoint_kernel && B::has_pixel_kernel() {
+        if setup.options.adjoint_kernel && B::renders_jobs() {
             if let Some(g) = self.kernel_gradients(&params, &graph, w.clone())? {
                 return Ok(g);
             }
@@ -171,13 +184,16 @@ impl<S: Scenes> ImageVjp<S> {
         let w = to_host(w)?;
         // the weights of a chunk's rendered pixels (indices fast-major over the detector)
         let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| w[p as usize]).collect());
-        // the CPU engine's chunking and threads, within the simulator's memory budget
-        let options = RenderOptions {
-            memory_budget: setup.options.memory_budget,
-            ..RenderOptions::default()
-        };
         crate::workers::tune_process();
-        let vjp = scene_graph_vjp(&setup.exp, host, &params, graph, &weigh, &options, &device)?;
+        let vjp = scene_graph_vjp(
+            &setup.exp,
+            host,
+            &params,
+            graph,
+            &weigh,
+            &backward_options(setup),
+            &device,
+        )?;
         Ok(vjp.gradients)
     }
 
@@ -197,7 +213,7 @@ impl<S: Scenes> ImageVjp<S> {
                 scene.job.switch_to_nearest_after(self.switch_pixel);
                 scene.fall_back_known = true;
                 let device = w.device();
-                scene.gradients::<B>(&setup.exp, params, w, &device)
+                scene.gradients::<B>(&setup.exp, params, w, &backward_options(setup), &device)
             }
             None => Ok(None),
         }

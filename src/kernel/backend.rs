@@ -7,17 +7,22 @@
 //!   by `B`'s implementation ([`super::fusion`]).
 //! * burn-ndarray: [`PixelKernel::render`] and [`PixelKernel::render_job`] by the native loop
 //!   ([`super::native`]) where the options ask for the kernel (`RenderOptions::pixel_kernel`),
-//!   else the tensor stages (the reference); gradients by the tensor stages (on an autodiff
-//!   backend over it, a simulator's image is the native loop's and its backward pass the
-//!   tensor stages' product on the host, [`super::autodiff`]).
-//! * `Autodiff<B>`: no kernel for packed inputs; a simulator's parameters
-//!   ([`PixelKernel::render_params`], `Simulator::forward`) render with `B`'s kernel, and the
-//!   image's backward pass is the vector–Jacobian kernel where it covers the image, else the
-//!   tensor stages' product on the host
+//!   else the tensor stages (the reference); [`PixelKernel::vjp`] and
+//!   [`PixelKernel::derivative_images`] by the loop's reverse pass in f64
+//!   ([`super::native::vjp`]) where the options also ask for the adjoint
+//!   (`RenderOptions::adjoint_kernel`), else the tensor stages. On an autodiff backend over
+//!   it, a simulator's image is the native loop's and its backward pass the reverse pass
 //!   ([`super::autodiff`]).
+//! * `Autodiff<B>`: no kernel for packed inputs; a simulator's parameters
+//!   ([`PixelKernel::render_params`], `Simulator::forward`) render with `B`'s kernel or native
+//!   loop, and the image's backward pass is `B`'s vector–Jacobian product
+//!   ([`PixelKernel::job_vjp`]) where it covers the image, else the tensor stages' product on
+//!   the host ([`super::autodiff`]).
 
 use super::job::{PixelJob, Switches};
+use super::native::vjp::JobSums;
 use super::native::Real;
+use super::HostImage;
 use crate::derivative::DerivativeImage;
 use crate::error::Result;
 use crate::gradient::{At, ChunkWeights, Vjp};
@@ -34,7 +39,7 @@ use burn::backend::ndarray::{
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{FloatTensor, IntTensor};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorData};
 use std::sync::Arc;
 
 /// The kernel's inputs on the backend's device (see [`super::layout`]): f32 `params`
@@ -177,6 +182,57 @@ pub trait PixelKernel: Backend {
         super::job_image::<Self>(job, exp, device).map(Some)
     }
 
+    /// The image of the one-shot `job` of `exp`, read back, with C's tricubic
+    /// fall-back, where the render found one, set in `job`
+    /// ([`PixelJob::switch_to_nearest_after`]) for its adjoint: by the kernel (with C's
+    /// statistics) or the native loop. `None` where this backend renders no jobs or the launch
+    /// does not fit.
+    fn host_image(
+        job: &mut PixelJob,
+        exp: &Experiment,
+        opts: &RenderOptions,
+        device: &Self::Device,
+    ) -> Result<Option<HostImage>> {
+        let _ = opts;
+        if !super::runs_on::<Self>(exp, 1) {
+            return Ok(None);
+        }
+        super::kernel_host_image::<Self>(job, exp, device).map(Some)
+    }
+
+    /// Σ_p w_p·∂I_p/∂z of the one-shot `job` of `exp` in the vector–Jacobian layout
+    /// ([`super::layout`]'s `G_*` slots, then 12 per orientation row) for the weights
+    /// `weights` `[spixels, fpixels]` (∂L/∂I), with the structure-factor grid's gradient where
+    /// `grid`: by the adjoint kernels (f32) or the native loop's reverse pass (f64). `None`
+    /// where this backend has neither.
+    fn job_vjp(
+        job: &PixelJob,
+        exp: &Experiment,
+        weights: Tensor<Self, 2>,
+        grid: bool,
+        opts: &RenderOptions,
+        device: &Self::Device,
+    ) -> Result<Option<JobSums>> {
+        let _ = opts;
+        super::vjp::kernel_job_vjp::<Self>(job, exp, weights, grid, device)
+    }
+
+    /// The derivative images `[n, spixels·fpixels]` of the one-shot `job` of `exp` for the
+    /// tangents `tangents` `[n, width]` (t_k = ∂z/∂θ_k in the vector–Jacobian layout): by the
+    /// derivative-image kernel (f32) or the native loop's reverse pass, pixel by pixel (f64).
+    /// `None` where this backend has neither.
+    fn job_derivatives(
+        job: &PixelJob,
+        exp: &Experiment,
+        tangents: &[f64],
+        n: usize,
+        opts: &RenderOptions,
+        device: &Self::Device,
+    ) -> Result<Option<Vec<f64>>> {
+        let _ = opts;
+        super::vjp::kernel_job_derivatives::<Self>(job, exp, tangents, n, device)
+    }
+
     /// Launch the render and the statistics; `None` where this backend has no kernel (the
     /// caller renders with the tensor stages).
     fn render_pixels(inputs: KernelInputs<Self>, shape: KernelShape) -> Option<KernelOutputs<Self>> {
@@ -249,8 +305,63 @@ where
         crate::simulate::render_by_stages::<Self>(exp, scene, opts, device)
     }
 
+    /// The native loop and its reverse pass where `at.opts` asks for them and the process
+    /// computes in f64, else the tensor stages.
+    fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
+        super::dispatch::vjp::<Self>(at, weigh, device)
+    }
+
+    fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
+        super::dispatch::derivative_images::<Self>(at, names, device)
+    }
+
     fn renders_jobs() -> bool {
         true
+    }
+
+    /// The native loop in f64; `None` in an f32 backend (its adjoint runs on the f64 host).
+    fn host_image(
+        job: &mut PixelJob,
+        _: &Experiment,
+        opts: &RenderOptions,
+        _: &Self::Device,
+    ) -> Result<Option<HostImage>> {
+        if E::dtype() != DType::F64 {
+            return Ok(None);
+        }
+        super::native::host_image::<f64>(job, opts).map(Some)
+    }
+
+    /// The native reverse pass in f64 on `opts.threads` workers.
+    fn job_vjp(
+        job: &PixelJob,
+        _: &Experiment,
+        weights: Tensor<Self, 2>,
+        grid: bool,
+        opts: &RenderOptions,
+        _: &Self::Device,
+    ) -> Result<Option<JobSums>> {
+        if E::dtype() != DType::F64 {
+            return Ok(None);
+        }
+        let weights = crate::scene::to_host(weights)?;
+        let sums = super::native::vjp::job_vjp(job, &weights, grid, opts.threads, opts.memory_budget)?;
+        Ok(Some(sums))
+    }
+
+    /// The native reverse pass in f64, pixel by pixel, on `opts.threads` workers.
+    fn job_derivatives(
+        job: &PixelJob,
+        _: &Experiment,
+        tangents: &[f64],
+        n: usize,
+        opts: &RenderOptions,
+        _: &Self::Device,
+    ) -> Result<Option<Vec<f64>>> {
+        if E::dtype() != DType::F64 {
+            return Ok(None);
+        }
+        super::native::vjp::job_derivatives(job, tangents, n, opts.threads).map(Some)
     }
 
     /// The native loop in the backend's precision `E`, its image not rounded to f32.

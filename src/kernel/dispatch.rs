@@ -1,4 +1,4 @@
-//! The cube backends' bodies of [`PixelKernel::render`], [`PixelKernel::vjp`] and
+//! The cube backends' and burn-ndarray's bodies of [`PixelKernel::render`], [`PixelKernel::vjp`] and
 //! [`PixelKernel::derivative_images`]: the kernels where the options ask for them and they
 //! cover the configuration, else the trait's defaults (the tensor stages). Every other caller
 //! goes through the trait and decides nothing.
@@ -33,7 +33,7 @@ pub(crate) fn render<B: PixelKernel>(
 }
 
 /// The image at `at`, the loss and Σ_p w_p·∂I_p/∂θ by the render and vector–Jacobian kernels
-/// where `at.opts` asks for both and they cover the configuration, else by the tensor stages.
+/// (or the native loop and its reverse pass) where `at.opts` asks for both and they cover the configuration, else by the tensor stages.
 pub(crate) fn vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &B::Device) -> Result<Vjp> {
     if at.opts.pixel_kernel && at.opts.adjoint_kernel {
         if let Some(vjp) = super::vjp::weighted_vjp::<B>(at, weigh, device)? {
@@ -52,7 +52,7 @@ pub(crate) fn derivative_images<B: PixelKernel>(
     device: &B::Device,
 ) -> Result<(Image, Vec<DerivativeImage>)> {
     if at.opts.pixel_kernel && at.opts.adjoint_kernel && at.values.is_empty() {
-        if let Some(out) = super::vjp::derivative_images::<B>(at.cfg, at.exp, names, device)? {
+        if let Some(out) = super::vjp::derivative_images::<B>(at.cfg, at.exp, names, at.opts, device)? {
             return Ok(out);
         }
     }

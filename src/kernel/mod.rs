@@ -7,7 +7,8 @@
 //! * [`adjoint`]: the render's adjoints, the vector–Jacobian product and the derivative images
 //!   as kernels; [`scatter`]: the structure-factor grid's gradient; [`vjp`]: their launches
 //!   from the host and their sums as gradients.
-//! * [`native`]: the same loop in native Rust, burn-ndarray's render (f64 or f32).
+//! * [`native`]: the same loop in native Rust, burn-ndarray's render (f64 or f32), and its
+//!   reverse pass (f64): the CPU engine's gradients and derivative images.
 //! * [`PixelKernel`]: the backend extension (cube backend, fusion's custom op, burn-ndarray's
 //!   native loop; autodiff renders a simulator's parameters with its inner backend's kernel).
 //! * [`render`]: images from one launch, on any backend that has the kernel.
@@ -21,7 +22,6 @@ mod autodiff;
 mod backend;
 #[cfg(feature = "gpu")]
 mod cube;
-#[cfg(feature = "gpu")]
 mod dispatch;
 #[cfg(feature = "gpu")]
 mod fusion;
@@ -47,6 +47,7 @@ use crate::image::{Image, Statistics};
 use crate::params::Params;
 use crate::scene::Scene;
 use crate::setup::Experiment;
+use crate::simulate::RenderOptions;
 use crate::simulator::scenes::Scenes;
 use burn::backend::ndarray::NdArrayDevice;
 use burn::tensor::ops::FloatTensor;
@@ -111,7 +112,13 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
         .zip(scenes.scenes(&params))
         .map(|((setup, host), st)| {
             let job = PixelJob::of_scene_tensors(&setup.exp, host, &st)?;
-            B::render_job(job, &setup.exp, &setup.options, device)
+            // the native loop on the host's worker pool, as the backward pass
+            let opts = RenderOptions {
+                threads: crate::threads::default_count(),
+                progress: None,
+                ..setup.options.clone()
+            };
+            B::render_job(job, &setup.exp, &opts, device)
         })
         .collect::<Result<Option<Vec<_>>>>()
 }
@@ -123,6 +130,24 @@ pub fn job_image<B: PixelKernel>(mut job: PixelJob, exp: &Experiment, device: &B
     let (out, _) = launch_with_fall_back::<B>(&mut job, exp, device)?;
     let d = &exp.detector;
     Ok((out.image.reshape([d.spixels, d.fpixels]), job.switch_pixel()))
+}
+
+/// An image read back to the host: as `-floatfile` writes it (f32, with C's statistics where
+/// the kernel reduced them) and its photons in the precision it was rendered in
+/// `[spixels·fpixels]`.
+#[derive(Debug, Clone)]
+pub struct HostImage {
+    pub image: Image,
+    pub photons: Vec<f64>,
+}
+
+/// The image of the one-shot `job` by the kernel, read back with its statistics; C's tricubic
+/// fall-back, where the render found one, set in `job`.
+fn kernel_host_image<B: PixelKernel>(job: &mut PixelJob, exp: &Experiment, device: &B::Device) -> Result<HostImage> {
+    let (out, fell_back) = launch_with_fall_back::<B>(job, exp, device)?;
+    let image = images(exp, job, out, fell_back)?.remove(0);
+    let photons = image.data.iter().map(|&v| f64::from(v)).collect();
+    Ok(HostImage { image, photons })
 }
 
 /// One launch, and with tricubic structure factors a second one if the first found a pixel

@@ -4,9 +4,9 @@
 //! into the parameters' gradients (`gradient::scene_to_params`).
 
 use super::layout as at;
+use super::native::vjp::JobSums;
 use super::{
-    launch_with_fall_back, read_ints, readback, runs_on, upload, upload_floats, KernelInputs, PixelJob, PixelKernel,
-    VjpShape,
+    read_ints, readback, runs_on, upload, upload_floats, HostImage, KernelInputs, PixelJob, PixelKernel, VjpShape,
 };
 use crate::config::SimConfig;
 use crate::derivative::{self, DerivativeImage};
@@ -69,12 +69,12 @@ fn grid_gradient<B: PixelKernel>(
     job: &PixelJob,
     exp: &Experiment,
     inputs: KernelInputs<B>,
-    sums: &[f32],
+    sums: &[f64],
     weights: Tensor<B, 2>,
     device: &B::Device,
 ) -> Result<Option<Vec<f64>>> {
     let nodes = job.hkl.len();
-    let bound = sums[at::G_GRID_BOUND] as f64;
+    let bound = sums[at::G_GRID_BOUND];
     if bound == 0.0 || !bound.is_finite() {
         return Ok(Some(vec![if bound == 0.0 { 0.0 } else { f64::NAN }; nodes]));
     }
@@ -111,18 +111,60 @@ pub fn kernel_sums<B: PixelKernel>(
     sums.into_data().into_vec::<f32>().map(Some).map_err(readback)
 }
 
+/// [`PixelKernel::job_vjp`]'s default: the vector–Jacobian kernel's sums for `job` (and the
+/// scatter kernel's grid gradient where `grid`), in f64; `None` where `B` has no kernel.
+pub(crate) fn kernel_job_vjp<B: PixelKernel>(
+    job: &PixelJob,
+    exp: &Experiment,
+    weights: Tensor<B, 2>,
+    grid: bool,
+    device: &B::Device,
+) -> Result<Option<JobSums>> {
+    let inputs = upload::<B>(job, device);
+    let Some(sums) = kernel_sums::<B>(job, exp, inputs.clone(), weights.clone())? else {
+        return Ok(None);
+    };
+    let sums: Vec<f64> = sums.into_iter().map(f64::from).collect();
+    let grid = match grid {
+        true => grid_gradient::<B>(job, exp, inputs, &sums, weights, device)?,
+        false => None,
+    };
+    Ok(Some(JobSums { sums, grid }))
+}
+
+/// [`PixelKernel::job_derivatives`]'s default: the derivative-image kernel's images `[n,
+/// pixels]` for the tangents `[n, width]` (rounded to f32); `None` where `B` has no kernel.
+pub(crate) fn kernel_job_derivatives<B: PixelKernel>(
+    job: &PixelJob,
+    exp: &Experiment,
+    tangents: &[f64],
+    n: usize,
+    device: &B::Device,
+) -> Result<Option<Vec<f64>>> {
+    let shape = vjp_shape(job, exp, n);
+    let t: Vec<f32> = tangents.iter().map(|&v| v as f32).collect();
+    let tangents = Tensor::<B, 2>::from_data(TensorData::new(t, [n, shape.width]), (device, DType::F32));
+    let inputs = upload::<B>(job, device);
+    let Some(out) = B::pixel_derivatives(inputs, tangents.into_primitive().tensor(), shape) else {
+        return Ok(None);
+    };
+    let out = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(out));
+    let data = out.into_data().into_vec::<f32>().map_err(readback)?;
+    Ok(Some(data.into_iter().map(f64::from).collect()))
+}
+
 /// The kernel's sums as Σ_p w_p·∂I_p/∂z for each of `base`'s [`SceneTensors::variables`] z,
 /// in their order, with the structure-factor grid's gradient `grid` where the scatter kernel
 /// gave it (0 for 1/λ, which the kernel has no gradient of, and for a grid without `grid`).
 pub fn scene_variable_gradients<B: Backend>(
     exp: &Experiment,
     base: &SceneTensors<B>,
-    sums: &[f32],
+    sums: &[f64],
     incidents: &[[f64; 3]],
     grid: Option<Vec<f64>>,
     device: &B::Device,
 ) -> Result<Vec<Vec<f64>>> {
-    let g = |from: usize, n: usize| sums[from..from + n].iter().map(|&v| v as f64).collect::<Vec<f64>>();
+    let g = |from: usize, n: usize| sums[from..from + n].to_vec();
     let zeros = base.variables().into_iter().map(|t| t.zeros_like()).collect();
     let mut grad = base.clone().with_variables(zeros);
     let (coef, offset) = orientation_gradients(&sums[at::G_GLOBALS..], incidents);
@@ -138,7 +180,7 @@ pub fn scene_variable_gradients<B: Backend>(
     grad.sdet = tensor2(g(at::G_CURVED_SDET, 3), [1, 3], device);
     grad.distance = tensor2(g(at::G_DISTANCE, 1), [1, 1], device);
     // scale = r_e²·fluence/steps
-    let fluence = sums[at::G_SCALE] as f64 * R_E_SQR / exp.steps as f64;
+    let fluence = sums[at::G_SCALE] * R_E_SQR / exp.steps as f64;
     grad.fluence = tensor2(vec![fluence], [1, 1], device);
     let one = |slot: usize| tensor2(g(slot, 1), [1, 1], device);
     if let Some(l) = &mut grad.lattice {
@@ -169,15 +211,15 @@ pub fn scene_variable_gradients<B: Backend>(
 /// each row's i, as the kernel read it) and −Σ ∂L/∂h for the offsets a·i/λ; a/λ's own sum is
 /// Σ d·∂L/∂h = the first plus i·Σ ∂L/∂h. (Near the direct beam d ≈ i: summed apart in f32,
 /// Σ d·∂L/∂h and i·Σ ∂L/∂h would cancel to their rounding.)
-fn orientation_gradients(rows: &[f32], incidents: &[[f64; 3]]) -> (Vec<f64>, Vec<f64>) {
+fn orientation_gradients(rows: &[f64], incidents: &[[f64; 3]]) -> (Vec<f64>, Vec<f64>) {
     let c = rows.len() / at::ORIENTATION_WIDTH;
     let mut coef = vec![0.0; 9 * c];
     let mut offset = vec![0.0; 3 * c];
     for ((ci, row), i) in rows.chunks_exact(at::ORIENTATION_WIDTH).enumerate().zip(incidents) {
         for v in 0..3 {
-            let off = row[at::OFFSET + v] as f64;
+            let off = row[at::OFFSET + v];
             for axis in 0..3 {
-                coef[axis * 3 * c + v * c + ci] = row[3 * v + axis] as f64 - i[axis] * off;
+                coef[axis * 3 * c + v * c + ci] = row[3 * v + axis] - i[axis] * off;
             }
             offset[v * c + ci] = off;
         }
@@ -223,7 +265,8 @@ pub fn image_vjp<B: PixelKernel>(
 /// Whether `exp` renders in one launch on `B` and the host's CPU device computes in f64 (the
 /// scene and its Jacobian are evaluated there; the process's CPU dtype is fixed once).
 fn host_ready<B: PixelKernel>(exp: &Experiment) -> bool {
-    runs_on::<B>(exp, 1) && init_cpu_dtype::<Host>(&NdArrayDevice::Cpu, DType::F64).is_ok()
+    let fits = !B::has_pixel_kernel() || runs_on::<B>(exp, 1);
+    B::renders_jobs() && fits && init_cpu_dtype::<Host>(&NdArrayDevice::Cpu, DType::F64).is_ok()
 }
 
 /// A scene graph on the host as the adjoint kernels take it: its variables z (on the graph
@@ -270,21 +313,20 @@ impl KernelScene {
         exp: &Experiment,
         params: &Params<Autodiff<Host>>,
         w: Tensor<B, 2>,
+        opts: &RenderOptions,
         device: &B::Device,
     ) -> Result<Option<Vec<ParamGradient>>> {
-        if self.job.switches.tricubic && !self.fall_back_known {
-            launch_with_fall_back::<B>(&mut self.job, exp, device)?;
+        if self.job.switches.tricubic
+            && !self.fall_back_known
+            && B::host_image(&mut self.job, exp, opts, device)?.is_none()
+        {
+            return Ok(None);
         }
-        let inputs = upload::<B>(&self.job, device);
-        let Some(sums) = kernel_sums::<B>(&self.job, exp, inputs.clone(), w.clone())? else {
+        let Some(out) = B::job_vjp(&self.job, exp, w, self.grid, opts, device)? else {
             return Ok(None);
         };
-        let grid = match self.grid {
-            true => grid_gradient::<B>(&self.job, exp, inputs, &sums, w, device)?,
-            false => None,
-        };
         let cpu = NdArrayDevice::Cpu;
-        let g = scene_variable_gradients(exp, &self.base, &sums, &row_incidents(&self.job), grid, &cpu)?;
+        let g = scene_variable_gradients(exp, &self.base, &out.sums, &row_incidents(&self.job), out.grid, &cpu)?;
         scene_to_params(params, self.z, g, &cpu).map(Some)
     }
 }
@@ -299,6 +341,7 @@ pub fn derivative_images<B: PixelKernel>(
     cfg: &SimConfig,
     exp: &Experiment,
     names: &[&str],
+    opts: &RenderOptions,
     device: &B::Device,
 ) -> Result<Option<(Image, Vec<DerivativeImage>)>> {
     if !host_ready::<B>(exp) {
@@ -320,33 +363,28 @@ pub fn derivative_images<B: PixelKernel>(
     let width = at::G_GLOBALS + job.orientations.len();
     let tangents = kernel_tangents(exp, &jac, n, &row_incidents(&job), width);
     // the render (which finds C's tricubic fall-back pixel for the job)
-    let (out, fell_back) = launch_with_fall_back::<B>(&mut job, exp, device)?;
-    let image = super::images(exp, &job, out, fell_back)?.remove(0);
-    let d = &exp.detector;
-    let shape = vjp_shape(&job, exp, n);
-    let tangents = Tensor::<B, 2>::from_data(TensorData::new(tangents, [n, width]), (device, DType::F32));
-    let inputs = upload::<B>(&job, device);
-    let Some(out) = B::pixel_derivatives(inputs, tangents.into_primitive().tensor(), shape) else {
+    let Some(rendered) = B::host_image(&mut job, exp, opts, device)? else {
         return Ok(None);
     };
-    let out = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(out));
-    let data = out.into_data().into_vec::<f32>().map_err(readback)?;
+    let Some(data) = B::job_derivatives(&job, exp, &tangents, n, opts, device)? else {
+        return Ok(None);
+    };
     let derivatives = specs
         .iter()
-        .zip(data.chunks(d.pixels().max(1)))
+        .zip(data.chunks(exp.detector.pixels().max(1)))
         .map(|(s, image)| DerivativeImage {
             spec: **s,
-            data: image.iter().map(|&v| (v as f64 * s.per_unit) as f32).collect(),
+            data: image.iter().map(|&v| (v * s.per_unit) as f32).collect(),
         })
         .collect();
-    Ok(Some((image, derivatives)))
+    Ok(Some((rendered.image, derivatives)))
 }
 
 /// The Jacobian columns ∂z/∂θ_i of the derivative module's scene vector (component-major
 /// `[m, n]`, [`derivative::layout`] order) as the kernel's tangents `[n, width]`, in the
 /// vector–Jacobian layout. The kernel's a/λ slots hold Σ (d − i)·∂L/∂h ([`orientation_gradients`]), so an
 /// offset's tangent there is ∂(a·i/λ)/∂θ − i·∂(a/λ)/∂θ.
-fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3]], width: usize) -> Vec<f32> {
+fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3]], width: usize) -> Vec<f64> {
     let c = incidents.len();
     let mut rows = std::collections::HashMap::new();
     let mut row = 0;
@@ -388,7 +426,7 @@ fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3
             }
         }
     }
-    t.into_iter().map(|v| v as f32).collect()
+    t
 }
 
 /// The image at `at`, the loss contributions and the weights `weigh` returns for its rendered
@@ -408,22 +446,31 @@ pub fn weighted_vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, devic
     let Some(mut scene) = KernelScene::new(exp, &Scene::new(exp), &params, graph)? else {
         return Ok(None);
     };
-    let (out, fell_back) = launch_with_fall_back::<B>(&mut scene.job, exp, device)?;
+    let Some(HostImage { image, photons }) = B::host_image(&mut scene.job, exp, at.opts, device)? else {
+        return Ok(None);
+    };
     scene.fall_back_known = true;
-    let image = super::images(exp, &scene.job, out, fell_back)?.remove(0);
     let active = exp.active_pixels();
     let (pixels, rendered): (Vec<u32>, Vec<f64>) = (0..image.data.len())
         .filter(|&p| active.contains(p))
-        .map(|p| (p as u32, image.data[p] as f64))
+        .map(|p| (p as u32, photons[p]))
         .unzip();
     let (loss, w) = weigh(&pixels, &rendered);
-    let mut weights = vec![0.0f32; image.data.len()];
+    let mut weights = vec![0.0f64; image.data.len()];
     for (&p, w) in pixels.iter().zip(w) {
-        weights[p as usize] = w as f32;
+        weights[p as usize] = w;
     }
     let d = &exp.detector;
-    let w = Tensor::<B, 2>::from_data(TensorData::new(weights, [d.spixels, d.fpixels]), (device, DType::F32));
-    let gradients = scene.gradients::<B>(exp, &params, w, device)?;
+    let shape = [d.spixels, d.fpixels];
+    // the kernels read f32 weights; the native loop f64
+    let w = match B::has_pixel_kernel() {
+        true => {
+            let weights: Vec<f32> = weights.into_iter().map(|v| v as f32).collect();
+            Tensor::<B, 2>::from_data(TensorData::new(weights, shape), (device, DType::F32))
+        }
+        false => Tensor::<B, 2>::from_data(TensorData::new(weights, shape), (device, DType::F64)),
+    };
+    let gradients = scene.gradients::<B>(exp, &params, w, at.opts, device)?;
     Ok(gradients.map(|gradients| Vjp { image, loss, gradients }))
 }
 

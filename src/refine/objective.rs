@@ -48,7 +48,9 @@ pub struct ImageObjective<'a, B: AutodiffBackend> {
 }
 
 impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
-    /// An objective starting from the configuration's own parameter values.
+    /// An objective starting from the configuration's own parameter values, its gradients by
+    /// the backend's adjoint kernels or native reverse pass where it has them
+    /// (`RenderOptions::pixel_kernel` on; [`PixelKernel::vjp`]).
     pub fn new(
         cfg: &'a SimConfig,
         exp: &'a Experiment,
@@ -65,7 +67,11 @@ impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
             observed,
             mask: None,
             loss,
-            options: RenderOptions::default(),
+            // the backend's kernels or native loop for the gradients, where it has them
+            options: RenderOptions {
+                pixel_kernel: true,
+                ..RenderOptions::default()
+            },
             device: device.clone(),
             forward_passes: 0,
             gradient_passes: 0,

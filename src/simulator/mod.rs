@@ -138,9 +138,9 @@ impl<B: PixelKernel> Simulator<B> {
     }
 
     /// The same simulator rendering in chunks planned from `options` (memory budget, chunk
-    /// cap); threads and progress are not used by [`Simulator::forward`]. (The backward pass of
-    /// a kernel's image runs on the host's worker pool, `OMP_NUM_THREADS` else the cores, within
-    /// `options.memory_budget`.)
+    /// cap); threads and progress are not used by [`Simulator::forward`]. (The native loop on
+    /// burn-ndarray, its reverse pass and the backward pass of a kernel's image run on the
+    /// host's worker pool, `OMP_NUM_THREADS` else the cores, within `options.memory_budget`.)
     pub fn with_options(self, options: RenderOptions) -> Self {
         let Setup { cfg, exp, .. } = &*self.setup;
         Self {
@@ -177,10 +177,13 @@ impl<B: PixelKernel> Simulator<B> {
     /// Where the backend has the one-kernel render or the native loop ([`PixelKernel`]: the
     /// wgpu backends, burn-ndarray in f64, and autodiff over them) and `options.pixel_kernel`
     /// is on (the default), the parameters' values are read back, the scene is evaluated from
-    /// them on the host in f64 and the image is the kernel's or the loop's: one operation of the caller's graph whose parents are the
-    /// parameter tensors, its backward pass the vector–Jacobian product of the tensor stages
-    /// on the CPU (`docs/gradients.md`). Otherwise the tensor stages render, span by span, on
-    /// the caller's graph. A readback that fails falls back to the tensor stages.
+    /// them on the host in f64 and the image is the kernel's or the loop's: one operation of
+    /// the caller's graph whose parents are the parameter tensors. Its backward pass is the
+    /// adjoint kernels' on a GPU and the native loop's reverse pass on the CPU, where
+    /// `options.adjoint_kernel` is on (the default) and they cover the image, else the tensor
+    /// stages' vector–Jacobian product on the host (`docs/gradients.md`). Otherwise the tensor
+    /// stages render, span by span, on the caller's graph. A readback that fails falls back to
+    /// the tensor stages.
     pub fn forward_with(&self, params: &Params<B>) -> Tensor<B, 2> {
         let one = Arc::new(OneImage {
             setup: self.setup.clone(),

@@ -32,115 +32,7 @@ const CPU: Engine = Engine::Cpu {
     fusion: false,
 };
 
-/// The crystal and beam every configuration starts from (triclinic, misset).
-const BASE: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -distance 80 \
-    -pixel 0.4 -detpixels 24";
-
-/// What each configuration adds to [`BASE`].
-const CONFIGURATIONS: &[(&str, &str)] = &[
-    (
-        "square, rotated detector, 2θ",
-        "-detector_rotx 2 -detector_roty 1 -detector_rotz 1 -twotheta 3 -oversample 1",
-    ),
-    (
-        "mosaic, φ, polarization, water, oversample 2",
-        "-mosaic 0.5 -mosaic_dom 3 -phi 5 -osc 2 -phisteps 2 -polar 0.8 -water 50 -oversample 2",
-    ),
-    ("round, fudge", "-round_xtal -fudge 0.7 -N 6 -oversample 1"),
-    ("gauss, fudge", "-gauss_xtal -fudge 0.8 -N 6 -oversample 1"),
-    ("tophat", "-tophat_spots -N 6 -oversample 1"),
-    (
-        "absorption layers",
-        "-detector_abs 300 -detector_thick 100 -thicksteps 3 -oversample 1",
-    ),
-    (
-        "nopolar, point pixel",
-        "-nopolar -point_pixel -distance 60 -oversample 1",
-    ),
-    (
-        "divergence, dispersion, dmin",
-        "-divergence 0.5 -divsteps 3 -dispersion 2 -dispsteps 3 -dmin 4 -oversample 1",
-    ),
-    (
-        "xds, sample pivot",
-        "-xds -ORGX 10 -ORGY 13 -detector_rotx 3 -oversample 1",
-    ),
-    (
-        "dials, roi, 22 rows (not a whole number of the kernel's row blocks)",
-        "-dials -Xbeam 5 -Ybeam 4 -detpixels_s 22 -roi 3 20 2 21 -oversample 1",
-    ),
-    (
-        "spindle, φ, flux",
-        "-spindle_axis 0 1 0 -phi 30 -osc 2 -phisteps 3 -flux 1e12 -exposure 2 -beamsize 0.05 -oversample 1",
-    ),
-    (
-        "oversample products, absorption layers",
-        "-oversample 2 -oversample_omega -oversample_polar -oversample_thick -polar 0.7 -detector_abs 300 \
-         -detector_thick 100 -thicksteps 2",
-    ),
-    (
-        "oversample ω, mosaic",
-        "-oversample 2 -oversample_omega -mosaic 0.5 -mosaic_dom 3 -polar 0.7",
-    ),
-    (
-        "curved detector, polarization, absorption layers, oversample 2",
-        "-curved_det -detector_rotx 2 -polar 0.8 -detector_abs 300 -detector_thick 100 -thicksteps 2 -oversample 2",
-    ),
-    (
-        "oversample products over two batches of orientation rows, absorption layers",
-        "-oversample 2 -oversample_polar -oversample_thick -polar 0.7 -detector_abs 300 -detector_thick 100 \
-         -thicksteps 2 -mosaic 0.5 -mosaic_dom 3 -phi 5 -osc 2 -phisteps 2",
-    ),
-    (
-        "oversample ω over two batches, sources",
-        "-oversample 2 -oversample_omega -mosaic 0.5 -mosaic_dom 3 -dispersion 2 -dispsteps 2 -polar 0.7",
-    ),
-    (
-        "tophat, oversample polar over three batches (skipped zero terms)",
-        "-tophat_spots -N 6 -oversample 2 -oversample_polar -polar 0.7 -mosaic 0.8 -mosaic_dom 9",
-    ),
-];
-
-/// Configurations with a structure-factor grid (`-hkl`, [`common::small_hkl_grid`]: h, k, l ∈
-/// −3..3) whose values are parameters: nearest neighbour on [`BASE`]'s crystal, where spots
-/// leave the grid (default_F there); and tricubic on a cubic cell whose loop leaves the grid
-/// part-way through the image (C's fall-back to nearest neighbour from that pixel on), alone
-/// and with mosaic domains, φ steps and the curved detector; both with the `-oversample_*`
-/// products over more orientation rows than one batch.
-fn grid_configurations(hkl: &std::path::Path) -> Vec<(&'static str, String)> {
-    let tricubic = format!(
-        "-hkl {} -cell 60 60 60 90 90 90 -misset 5 3 2 -lambda 1.5 -N 2 -distance 120 -pixel 0.4 -detpixels 24 \
-         -interpolate",
-        hkl.display()
-    );
-    vec![
-        ("nearest", format!("{BASE} -hkl {} -oversample 1", hkl.display())),
-        ("tricubic falling back", format!("{tricubic} -oversample 1")),
-        (
-            "tricubic, mosaic, φ, curved detector",
-            format!("{tricubic} -mosaic 0.5 -mosaic_dom 2 -phi 5 -osc 2 -phisteps 2 -curved_det -oversample 2"),
-        ),
-        (
-            "nearest, oversample polar over two batches",
-            format!(
-                "{BASE} -hkl {} -oversample 2 -oversample_polar -polar 0.7 -mosaic 0.5 -mosaic_dom 5",
-                hkl.display()
-            ),
-        ),
-        (
-            "tricubic, oversample thick over two batches",
-            format!(
-                "{tricubic} -oversample 2 -oversample_thick -detector_abs 300 -detector_thick 100 -thicksteps 2 \
-                 -mosaic 0.5 -mosaic_dom 3 -phi 5 -osc 2 -phisteps 2"
-            ),
-        ),
-    ]
-}
-
-/// Weights that vary along both axes (a transposed image would give another sum).
-fn weights(n: usize) -> Vec<f32> {
-    (0..n).map(|i| 1.0 + ((i * 7919) % 13) as f32 / 13.0).collect()
-}
+use common::adjoint_cases::{grid_configurations, weights, BASE, CONFIGURATIONS};
 
 /// Σ w·I's gradients by the kernel (checked to be the kernel's: `kernel::vjp::image_vjp`
 /// answers for the configuration) and by the CPU f64 engine.
@@ -308,10 +200,15 @@ fn kernel_derivative_images_equal_the_tensor_stages_in_f64() {
 fn assert_derivatives_agree(flags: &str, names: &[&str]) {
     let extra = flags;
     let (cfg, exp) = setup(flags);
-    let (_, by_kernel) =
-        nanobragg::kernel::vjp::derivative_images::<WgpuFused>(&cfg, &exp, names, &WgpuDevice::default())
-            .unwrap()
-            .unwrap_or_else(|| panic!("{flags}: the kernel does not cover this configuration"));
+    let (_, by_kernel) = nanobragg::kernel::vjp::derivative_images::<WgpuFused>(
+        &cfg,
+        &exp,
+        names,
+        &RenderOptions::default(),
+        &WgpuDevice::default(),
+    )
+    .unwrap()
+    .unwrap_or_else(|| panic!("{flags}: the kernel does not cover this configuration"));
     let by_engine = FUSED.derivatives(&cfg, &exp, names, &RenderOptions::default()).unwrap();
     assert_eq!(
         by_engine, by_kernel,

@@ -27,6 +27,7 @@ mod kernel;
 mod kernel_autodiff;
 mod kernel_vjp;
 mod native;
+mod native_vjp;
 mod nexus;
 mod outputs;
 mod outside_crate;

@@ -8,16 +8,21 @@
 //! tricubic to nearest-neighbour structure factors for good at the first point off the grid,
 //! in its loop order: a first pass finds the first pixel where that happens, and the rows from
 //! there on are rendered again with the switch in place (as the cube kernel does).
+//!
+//! [`vjp`] runs the same loop in reverse mode, in f64, with the adjoints of the helpers beside
+//! them in [`adjoint`]: the CPU engine's vector–Jacobian products and derivative images.
 
+pub mod adjoint;
 pub mod inputs;
 pub mod pixel;
 pub mod real;
+pub mod vjp;
 
 pub use real::Real;
 
 use crate::error::Result;
 use crate::image::Image;
-use crate::kernel::PixelJob;
+use crate::kernel::{HostImage, PixelJob};
 use crate::scene::Scene;
 use crate::setup::Experiment;
 use crate::simulate::RenderOptions;
@@ -55,6 +60,28 @@ pub fn job_photons<F: Real>(job: &PixelJob, opts: &RenderOptions) -> Result<(Vec
     let mut image = vec![vec![0.0f64; inputs.fpixels * inputs.spixels]];
     let (_, switch) = render_roi(&inputs, opts, &mut image)?;
     Ok((image.swap_remove(0), switch))
+}
+
+/// The image of the one-shot `job` read back, by the loop in precision `F` on `opts.threads`
+/// workers; C's tricubic fall-back, where the render found one, is set in `job`
+/// ([`PixelJob::switch_to_nearest_after`]) for its adjoint.
+pub fn host_image<F: Real>(job: &mut PixelJob, opts: &RenderOptions) -> Result<HostImage> {
+    let inputs = Inputs::<F>::new(job);
+    let mut photons = vec![vec![0.0f64; inputs.fpixels * inputs.spixels]];
+    let (omega_sum, switch) = render_roi(&inputs, opts, &mut photons)?;
+    if let Some(pixel) = switch {
+        job.switch_to_nearest_after(i32::try_from(pixel).unwrap_or(i32::MAX));
+    }
+    let photons = photons.swap_remove(0);
+    let image = Image {
+        fpixels: inputs.fpixels,
+        spixels: inputs.spixels,
+        data: photons.iter().map(|&v| v as f32).collect(),
+        omega_sum,
+        interpolation_fell_back: switch.is_some(),
+        statistics: None,
+    };
+    Ok(HostImage { image, photons })
 }
 
 /// Every ROI row into `images` (one per shot, `[spixels·fpixels]`, zero outside the ROI and
@@ -158,7 +185,7 @@ fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usi
 }
 
 /// Whether pixel (slow, fast), inside the ROI, is rendered (not masked).
-fn is_rendered<F>(inp: &Inputs<F>, slow: usize, fast: usize) -> bool {
+pub(super) fn is_rendered<F>(inp: &Inputs<F>, slow: usize, fast: usize) -> bool {
     inp.mask.as_ref().is_none_or(|mask| {
         let width = inp.cols.len();
         mask[(slow - inp.rows.start) * width + fast - inp.cols.start]

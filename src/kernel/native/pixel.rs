@@ -12,12 +12,12 @@ use crate::kernel::Switches;
 use crate::physics::lattice::{ROUND_SCALE, SINC3_SERIES, SINCG_EPS};
 
 #[inline]
-fn dot<F: Real>(a: V3<F>, b: V3<F>) -> F {
+pub(super) fn dot<F: Real>(a: V3<F>, b: V3<F>) -> F {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
 #[inline]
-fn cross<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
+pub(super) fn cross<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
     [
         a[1] * b[2] - a[2] * b[1],
         a[2] * b[0] - a[0] * b[2],
@@ -26,12 +26,12 @@ fn cross<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
 }
 
 #[inline]
-fn scaled<F: Real>(a: V3<F>, k: F) -> V3<F> {
+pub(super) fn scaled<F: Real>(a: V3<F>, k: F) -> V3<F> {
     [a[0] * k, a[1] * k, a[2] * k]
 }
 
 #[inline]
-fn sum3<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
+pub(super) fn sum3<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
     [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
 }
 
@@ -210,7 +210,7 @@ pub fn lattice_factor<F: Real>(p: &Params<F>, hkl: V3<F>, sw: &Switches) -> F {
 /// The offset from the grid's first index of the integral index `x` along `axis`, with `x`
 /// clamped to one step outside the grid first (NaN to below it).
 #[inline]
-fn grid_offset<F: Real>(g: &Grid<F>, x: F, axis: usize) -> i32 {
+pub(super) fn grid_offset<F: Real>(g: &Grid<F>, x: F, axis: usize) -> i32 {
     let min = g.min[axis];
     let below = F::of(f64::from(min - 1));
     let above = F::of(f64::from(min + g.count[axis]));
@@ -246,7 +246,7 @@ pub fn tricubic_out_of_range<F: Real>(g: &Grid<F>, hkl: V3<F>) -> bool {
 
 /// The 4-point Lagrange weights of the nodes at −1, 0, 1, 2 at t ∈ [0, 1).
 #[inline]
-fn lagrange_weights<F: Real>(t: F) -> [F; 4] {
+pub(super) fn lagrange_weights<F: Real>(t: F) -> [F; 4] {
     let (tm1, tm2, tp1) = (t - F::ONE, t - F::of(2.0), t + F::ONE);
     [
         t * tm1 * tm2 / F::of(-6.0),
@@ -286,14 +286,14 @@ pub fn tricubic<F: Real>(g: &Grid<F>, hkl: V3<F>) -> F {
 /// water, which matters where the `-oversample_*` products or tricubic interpolation make a
 /// skipped term differ from a zero one.
 #[inline]
-fn counted<F: Real>(lattice: F, sw: &Switches) -> bool {
+pub(super) fn counted<F: Real>(lattice: F, sw: &Switches) -> bool {
     sw.water || !(sw.products() || sw.tricubic) || lattice != F::ZERO
 }
 
 /// F_cell at (h, k, l): default_F without a grid; the grid by nearest neighbour, or by
 /// tricubic interpolation until `nearest_now` (C's fall-back).
 #[inline]
-fn structure_factor<F: Real>(inp: &Inputs<F>, hkl: V3<F>, nearest_now: bool) -> F {
+pub(super) fn structure_factor<F: Real>(inp: &Inputs<F>, hkl: V3<F>, nearest_now: bool) -> F {
     match &inp.grid {
         Some(g) if inp.sw.tricubic && !nearest_now => tricubic(g, hkl),
         Some(g) => nearest(&inp.p, g, hkl),
@@ -426,6 +426,37 @@ pub fn pixel_photons<F: Real>(
     }
 }
 
+/// Switches with everything off, for the unit tests of the loop and its adjoint.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use crate::kernel::Switches;
+
+    pub fn switches() -> Switches {
+        Switches {
+            square: false,
+            round: false,
+            gauss: false,
+            nearest: false,
+            tricubic: false,
+            polar: false,
+            dmin: false,
+            water: false,
+            curved: false,
+            point_pixel: false,
+            sensor: false,
+            oversample_thick: false,
+            oversample_polar: false,
+            oversample_omega: false,
+            masked: false,
+            orientation_batch: 1,
+            rows_reversed: false,
+            one_batch: true,
+            rows_in_registers: false,
+            image_rows: 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -527,28 +558,7 @@ mod tests {
     }
 
     fn test_switches() -> Switches {
-        Switches {
-            square: false,
-            round: false,
-            gauss: false,
-            nearest: false,
-            tricubic: false,
-            polar: false,
-            dmin: false,
-            water: false,
-            curved: false,
-            point_pixel: false,
-            sensor: false,
-            oversample_thick: false,
-            oversample_polar: false,
-            oversample_omega: false,
-            masked: false,
-            orientation_batch: 1,
-            rows_reversed: false,
-            one_batch: true,
-            rows_in_registers: false,
-            image_rows: 1,
-        }
+        super::tests_support::switches()
     }
 
     fn test_params() -> Params<f64> {

@@ -65,11 +65,36 @@ pub fn cos_pi_small(t: f64) -> f64 {
         1.0 / 24.0,
         -1.0 / 2.0,
     ];
-    let mut series = 0.0;
-    for c in C {
-        series = series * x2 + c;
-    }
-    series * x2 + 1.0
+    horner(&C, x2) * x2 + 1.0
+}
+
+/// Σ_j c_j·y^(n−1−j) by Horner's rule (`c` from the highest power down).
+#[inline]
+fn horner(c: &[f64], y: f64) -> f64 {
+    c.iter().fold(0.0, |acc, &c| acc * y + c)
+}
+
+/// sin(π·t) for |t| ≤ ½ (x = π·t ∈ [−π/2, π/2]): its Taylor polynomial to x²³ (truncation
+/// error below 1e-20), within a few ulp of libm's sine, as [`cos_pi_small`].
+#[inline]
+pub fn sin_pi_small(t: f64) -> f64 {
+    let x = t * PI;
+    let x2 = x * x;
+    // 1/(2j+1)! for j = 11 down to 1, alternating in sign
+    const C: [f64; 11] = [
+        -1.0 / 25_852_016_738_884_976_640_000.0,
+        1.0 / 51_090_942_171_709_440_000.0,
+        -1.0 / 121_645_100_408_832_000.0,
+        1.0 / 355_687_428_096_000.0,
+        -1.0 / 1_307_674_368_000.0,
+        1.0 / 6_227_020_800.0,
+        -1.0 / 39_916_800.0,
+        1.0 / 362_880.0,
+        -1.0 / 5_040.0,
+        1.0 / 120.0,
+        -1.0 / 6.0,
+    ];
+    x + x * x2 * horner(&C, x2)
 }
 
 macro_rules! real {
@@ -144,6 +169,19 @@ mod tests {
             assert_eq!(t.cos_pi(), (f64::from(t) * PI).cos() as f32);
         }
         assert!((0.5f64.sin_pi() - 1.0).abs() < 1e-16);
+    }
+
+    /// The polynomial sine is within 4 ulp of libm's, relative, over the whole half-turn range.
+    #[test]
+    fn small_sine_matches_libm() {
+        for i in 0..=1000 {
+            let t = -0.5 + i as f64 / 1000.0;
+            let want = (t * PI).sin();
+            assert!(
+                (sin_pi_small(t) - want).abs() <= 4.0 * f64::EPSILON * want.abs().max(1e-300),
+                "{t}"
+            );
+        }
     }
 
     /// The polynomial cosine is within 2 ulp of libm's over the whole half-turn range.

@@ -451,7 +451,8 @@ impl<B: Backend, C: CheckpointStrategy> FloatTensorOps<Self> for Autodiff<B, C> 
                 _checkpointer: &mut Checkpointer,
             ) {
                 unary::<B, _>(ops.parents, ops.node, grads, |grad| {
-                    let tmp = 1.0 / ops.state.elem::<f32>();
+                    // in the tensors' own precision (f64 here, not f32)
+                    let tmp = 1.0 / ops.state.elem::<f64>();
                     B::float_mul_scalar(grad, tmp.into())
                 });
             }
