@@ -308,10 +308,17 @@ where
     /// The native loop and its reverse pass where `at.opts` asks for them and the process
     /// computes in f64, else the tensor stages.
     fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
+        // an f32 process holds no f64 host scene: the tensor stages, without probing for one
+        if E::dtype() != DType::F64 {
+            return crate::gradient::vjp_by_stages::<Self>(at, weigh, device);
+        }
         super::dispatch::vjp::<Self>(at, weigh, device)
     }
 
     fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
+        if E::dtype() != DType::F64 {
+            return crate::derivative::derivative_images_by_stages::<Self>(at, names, device);
+        }
         super::dispatch::derivative_images::<Self>(at, names, device)
     }
 
