@@ -3,8 +3,10 @@
 #
 # 1. a virtual environment in target/venv (works with an "externally managed" system Python,
 #    PEP 668) with the Python tests' packages, fabio and h5py (tests/python/requirements.txt);
-# 2. `cargo test --release` with that environment's python3 first on the PATH, so the CBF and
-#    NeXus read-back checks run instead of skipping;
+# 2. `cargo test --release --workspace` with that environment's python3 first on the PATH, so
+#    the CBF and NeXus read-back checks run instead of skipping (`--workspace` takes the Python
+#    package's dependencies into the feature resolution, so step 3 reuses this build's burn and
+#    library: tests/integration/features.rs);
 # 3. the wheel, `maturin build --release` into target/wheels, installed into the environment;
 # 4. pytest on tests/python (which also installs the wheel into a second, fresh environment).
 #
@@ -29,8 +31,8 @@ export PATH="$venv/bin:$PATH"
 # installed above: a missing one is a failure, not a skip
 export NANOBRAGG_REQUIRE_FABIO=1 NANOBRAGG_REQUIRE_H5PY=1 NANOBRAGG_REQUIRE_PYTHON=1
 
-echo "== cargo test --release"
-cargo test --release
+echo "== cargo test --release --workspace"
+cargo test --release --workspace
 
 echo "== the wheel: maturin build --release into target/wheels"
 rm -f target/wheels/nanobragg-*.whl
