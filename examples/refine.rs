@@ -4,7 +4,9 @@
 //! burn's Adam from the same start. Prints true, start and refined values in CLI units, with
 //! the Cramér–Rao standard error of each.
 //!
-//! `cargo run --release --example refine [-- SEED]`
+//! `cargo run --release --example refine [-- SEED [stages]]`: `stages` takes the gradients from
+//! the tensor stages and burn-autodiff instead of the native loop's reverse pass (the default),
+//! to compare their times.
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
@@ -56,6 +58,7 @@ fn config(flags: &str) -> nanobragg::Result<(SimConfig, Experiment)> {
 
 fn main() -> nanobragg::Result<()> {
     let seed: i64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let native = std::env::args().nth(2).as_deref() != Some("stages");
     let device = NdArrayDevice::Cpu;
     burn::tensor::set_default_dtypes::<NdArray<f64>>(&device, burn::tensor::DType::F64, burn::tensor::DType::I64)
         .expect("f64 on the CPU");
@@ -87,6 +90,15 @@ fn main() -> nanobragg::Result<()> {
         .collect();
     let x0 = selection.x_from_display(&v0);
     let mut objective = ImageObjective::<Ad>::new(&cfg, &exp, selection.clone(), &observed, Loss::default(), &device);
+    objective.options.pixel_kernel = native;
+    println!(
+        "gradients by {}",
+        if native {
+            "the native reverse pass"
+        } else {
+            "the tensor stages (burn-autodiff)"
+        }
+    );
 
     // L-BFGS: all components at once
     let t = Instant::now();

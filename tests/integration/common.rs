@@ -92,6 +92,18 @@ pub fn correlation(a: &[f32], b: &[f32]) -> f64 {
     sab / (saa * sbb).sqrt()
 }
 
+/// An image against its reference: (the reference's peak max |want|, the worst max |got − want|).
+pub fn peak_and_worst(got: &[f32], want: &[f32]) -> (f64, f64) {
+    assert_eq!(got.len(), want.len(), "images of different sizes");
+    let peak = want.iter().fold(0.0f64, |m, &v| m.max(f64::from(v).abs()));
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(&a, &b)| (f64::from(a) - f64::from(b)).abs())
+        .fold(0.0, f64::max);
+    (peak, worst)
+}
+
 /// A raw little-endian f32 file (`-floatfile`), read whole.
 pub fn read_f32(path: &std::path::Path) -> Vec<f32> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -440,6 +452,8 @@ pub fn gradients_disagree(label: &str, got: &[f64], want: &[f64]) -> Option<Stri
 /// Configurations for the adjoints' tests (the cube kernel's and the native loop's) across
 /// what they cover, on a small detector.
 pub mod adjoint_cases {
+    use proptest::prelude::*;
+
     /// The crystal and beam every configuration starts from (triclinic, misset).
     pub const BASE: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -distance 80 \
         -pixel 0.4 -detpixels 24";
@@ -543,6 +557,70 @@ pub mod adjoint_cases {
                 ),
             ),
         ]
+    }
+
+    /// A random configuration inside the kernels' coverage: shape, convention, cell, misset, N,
+    /// wavelength, distance, detector rotations and 2θ, polarization, mosaic domains, φ steps,
+    /// oversampling, sensor layers, water and the curved detector.
+    pub fn covered_configuration() -> impl Strategy<Value = String> {
+        // (TOPHAT spots move intensity only through ω and the capture fraction: their geometric
+        // gradients are sums that cancel to a few f32 ulps of their terms, which the fixed
+        // configurations hold to the reference instead)
+        let shape = proptest::sample::select(&["", "-round_xtal", "-gauss_xtal -fudge 0.8"][..]);
+        let convention = proptest::sample::select(&["", "-xds", "-dials", "-mosflm", "-adxv", "-denzo"][..]);
+        let cell = proptest::collection::vec(40.0..120.0f64, 3);
+        let angles = proptest::collection::vec(80.0..100.0f64, 3);
+        let misset = proptest::collection::vec(-40.0..40.0f64, 3);
+        let rotations = proptest::collection::vec(-3.0..3.0f64, 4);
+        let optics = (2u32..=8, 1.0..3.0f64, 60.0..150.0f64, proptest::option::of(0.0..1.0f64));
+        let sampling = (
+            1u32..=3,
+            1u32..=2,
+            1u32..=2,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        );
+        (shape, convention, cell, angles, misset, rotations, optics, sampling).prop_map(
+            |(
+                shape,
+                convention,
+                cell,
+                angles,
+                misset,
+                rot,
+                (n, lambda, distance, polar),
+                (doms, phis, os, thick, water, curved),
+            )| {
+                let polar = polar.map_or("-nopolar".to_string(), |k| format!("-polar {k:.3}"));
+                format!(
+                    "-default_F 100 -cell {:.2} {:.2} {:.2} {:.2} {:.2} {:.2} -misset {:.2} {:.2} {:.2} -N {n} \
+                     -lambda {lambda:.3} -distance {distance:.1} -pixel 0.5 -detpixels 16 {shape} {convention} \
+                     -detector_rotx {:.2} -detector_roty {:.2} -detector_rotz {:.2} -twotheta {:.2} {polar} \
+                     -mosaic 0.4 -mosaic_dom {doms} -phi 3 -osc 1 -phisteps {phis} -oversample {os} {} {} {}",
+                    cell[0],
+                    cell[1],
+                    cell[2],
+                    angles[0],
+                    angles[1],
+                    angles[2],
+                    misset[0],
+                    misset[1],
+                    misset[2],
+                    rot[0],
+                    rot[1],
+                    rot[2],
+                    rot[3].abs() * 3.0,
+                    if thick {
+                        "-detector_abs 300 -detector_thick 50 -thicksteps 2"
+                    } else {
+                        ""
+                    },
+                    if water { "-water 20" } else { "" },
+                    if curved { "-curved_det" } else { "" },
+                )
+            },
+        )
     }
 
     /// Weights that vary along both axes (a transposed image would give another sum).

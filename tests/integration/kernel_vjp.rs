@@ -32,7 +32,7 @@ const CPU: Engine = Engine::Cpu {
     fusion: false,
 };
 
-use common::adjoint_cases::{grid_configurations, weights, BASE, CONFIGURATIONS};
+use common::adjoint_cases::{covered_configuration, grid_configurations, weights, BASE, CONFIGURATIONS};
 
 /// Σ w·I's gradients by the kernel (checked to be the kernel's: `kernel::vjp::image_vjp`
 /// answers for the configuration) and by the CPU f64 engine.
@@ -217,13 +217,7 @@ fn assert_derivatives_agree(flags: &str, names: &[&str]) {
     let reference = CPU.derivatives(&cfg, &exp, names, &RenderOptions::default()).unwrap();
     for (k, c) in by_kernel.iter().zip(&reference) {
         assert_eq!(k.spec.name, c.spec.name);
-        let max = c.data.iter().fold(0.0f64, |m, &v| m.max((v as f64).abs()));
-        let worst = k
-            .data
-            .iter()
-            .zip(&c.data)
-            .map(|(a, b)| (a - b).abs() as f64)
-            .fold(0.0, f64::max);
+        let (max, worst) = common::peak_and_worst(&k.data, &c.data);
         if max == 0.0 {
             assert!(
                 worst == 0.0,
@@ -244,70 +238,6 @@ fn assert_derivatives_agree(flags: &str, names: &[&str]) {
             c.spec.name
         );
     }
-}
-
-/// A random configuration inside the kernels' coverage: shape, convention, cell, misset, N,
-/// wavelength, distance, detector rotations and 2θ, polarization, mosaic domains, φ steps,
-/// oversampling, sensor layers, water and the curved detector.
-fn covered_configuration() -> impl Strategy<Value = String> {
-    // (TOPHAT spots move intensity only through ω and the capture fraction: their geometric
-    // gradients are sums that cancel to a few f32 ulps of their terms, which the fixed
-    // configurations hold to the reference instead)
-    let shape = proptest::sample::select(&["", "-round_xtal", "-gauss_xtal -fudge 0.8"][..]);
-    let convention = proptest::sample::select(&["", "-xds", "-dials", "-mosflm", "-adxv", "-denzo"][..]);
-    let cell = proptest::collection::vec(40.0..120.0f64, 3);
-    let angles = proptest::collection::vec(80.0..100.0f64, 3);
-    let misset = proptest::collection::vec(-40.0..40.0f64, 3);
-    let rotations = proptest::collection::vec(-3.0..3.0f64, 4);
-    let optics = (2u32..=8, 1.0..3.0f64, 60.0..150.0f64, proptest::option::of(0.0..1.0f64));
-    let sampling = (
-        1u32..=3,
-        1u32..=2,
-        1u32..=2,
-        any::<bool>(),
-        any::<bool>(),
-        any::<bool>(),
-    );
-    (shape, convention, cell, angles, misset, rotations, optics, sampling).prop_map(
-        |(
-            shape,
-            convention,
-            cell,
-            angles,
-            misset,
-            rot,
-            (n, lambda, distance, polar),
-            (doms, phis, os, thick, water, curved),
-        )| {
-            let polar = polar.map_or("-nopolar".to_string(), |k| format!("-polar {k:.3}"));
-            format!(
-                "-default_F 100 -cell {:.2} {:.2} {:.2} {:.2} {:.2} {:.2} -misset {:.2} {:.2} {:.2} -N {n} \
-                 -lambda {lambda:.3} -distance {distance:.1} -pixel 0.5 -detpixels 16 {shape} {convention} \
-                 -detector_rotx {:.2} -detector_roty {:.2} -detector_rotz {:.2} -twotheta {:.2} {polar} \
-                 -mosaic 0.4 -mosaic_dom {doms} -phi 3 -osc 1 -phisteps {phis} -oversample {os} {} {} {}",
-                cell[0],
-                cell[1],
-                cell[2],
-                angles[0],
-                angles[1],
-                angles[2],
-                misset[0],
-                misset[1],
-                misset[2],
-                rot[0],
-                rot[1],
-                rot[2],
-                rot[3].abs() * 3.0,
-                if thick {
-                    "-detector_abs 300 -detector_thick 50 -thicksteps 2"
-                } else {
-                    ""
-                },
-                if water { "-water 20" } else { "" },
-                if curved { "-curved_det" } else { "" },
-            )
-        },
-    )
 }
 
 proptest! {

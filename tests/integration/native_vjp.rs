@@ -8,7 +8,7 @@
 //! engine). Also: repeated products and other thread counts give the same bits.
 
 use crate::common;
-use common::adjoint_cases::{grid_configurations, weights, BASE, CONFIGURATIONS};
+use common::adjoint_cases::{covered_configuration, grid_configurations, weights, BASE, CONFIGURATIONS};
 use common::setup_as_given as setup;
 
 use burn::backend::{Autodiff, NdArray};
@@ -17,6 +17,7 @@ use nanobragg::engine::{Engine, Precision};
 use nanobragg::gradient::ParamGradient;
 use nanobragg::simulate::RenderOptions;
 use nanobragg::Simulator;
+use proptest::prelude::*;
 
 const NATIVE: Engine = Engine::Cpu {
     precision: Precision::F64,
@@ -97,6 +98,33 @@ fn native_gradients_with_structure_factor_grids_equal_the_tensor_stages_in_f64()
     }
 }
 
+proptest! {
+    // a fixed seed: the same cases every run (a property test here must not flake)
+    #![proptest_config(ProptestConfig {
+        cases: 16,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x6e62_0053),
+        ..ProptestConfig::default()
+    })]
+
+    /// On random configurations inside the adjoint's coverage (shape, convention, cell,
+    /// misset, N, λ, distance, detector rotations and 2θ, polarization, mosaic domains, φ
+    /// steps, oversampling, sensor layers, water, the curved detector), every parameter's
+    /// gradient by the native pass equals the tensor stages' to [`TOLERANCE`].
+    #[test]
+    fn native_gradients_hold_on_random_configurations(flags in covered_configuration()) {
+        let (native, stages) = native_and_stages(&flags, &RenderOptions::default());
+        // XDS's and DIALS's 2θ moves no pixel (their frames are given): its gradient is a sum
+        // of terms that cancel exactly, rounding noise in both
+        let frame_given = flags.contains("-xds") || flags.contains("-dials");
+        for (n, s) in native.iter().zip(&stages) {
+            if !(frame_given && n.name == "twotheta") {
+                assert_close(&format!("{flags}: ∂L/∂{}", n.name), &n.values, &s.values, TOLERANCE);
+            }
+        }
+    }
+}
+
 /// The chunks' sums are added in a fixed order set by the sizes, not the threads: 20 products,
 /// and products on 1, 2 and 3 threads, give the same bits.
 #[test]
@@ -154,13 +182,7 @@ fn native_derivative_images_equal_the_tensor_stages_in_f64() {
         let native = NATIVE.derivatives(&cfg, &exp, &names, &opts).unwrap();
         let stages = STAGES.derivatives(&cfg, &exp, &names, &opts).unwrap();
         for (n, s) in native.iter().zip(&stages) {
-            let peak = s.data.iter().fold(0.0f64, |m, &v| m.max(f64::from(v).abs()));
-            let worst = n
-                .data
-                .iter()
-                .zip(&s.data)
-                .map(|(&a, &b)| (f64::from(a) - f64::from(b)).abs())
-                .fold(0.0, f64::max);
+            let (peak, worst) = common::peak_and_worst(&n.data, &s.data);
             assert!(
                 worst <= 4.0 * f64::from(f32::EPSILON) * peak,
                 "{flags}: d/d{}: {worst:.2e} against a peak of {peak:.2e}",

@@ -238,7 +238,8 @@ pub fn sinc3(u: f64) -> (f64, f64) {
 }
 
 /// F_latt with its partials ∂/∂(h, k, l) and ∂/∂(Na, Nb, Nc); for GAUSS, ∂F/∂c = `kappa`·c
-/// with c = Σ_v δ_v·recip_v (`c`) and δ the fractional indices (`frac`).
+/// with c = Σ_v δ_v·recip_v (`c`) and δ the fractional indices (`frac`), both 0 for SQUARE
+/// and ROUND.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LatticePartials {
     pub value: f64,
@@ -252,13 +253,7 @@ pub struct LatticePartials {
 /// The adjoint of [`forward::lattice_factor`], with N as reals (SQUARE takes sincg of every
 /// axis, 1 for N = 1, as the tensor stage's differentiable form).
 pub fn lattice_factor(p: &Params<f64>, hkl: V, sw: &Switches) -> LatticePartials {
-    let frac = hkl.map(fractional);
-    let c = [0, 1, 2].map(|axis| (0..3).map(|v| frac[v] * p.recip[v][axis]).sum::<f64>());
-    let mut out = LatticePartials {
-        c,
-        frac,
-        ..Default::default()
-    };
+    let mut out = LatticePartials::default();
     let [na, nb, nc] = p.n;
     if sw.square {
         let [a, b, cc] = [0, 1, 2].map(|v| sincg(hkl[v], p.n[v]));
@@ -266,6 +261,7 @@ pub fn lattice_factor(p: &Params<f64>, hkl: V, sw: &Switches) -> LatticePartials
         out.d_hkl = [a.1 * b.0 * cc.0, a.0 * b.1 * cc.0, a.0 * b.0 * cc.1];
         out.d_n = [a.2 * b.0 * cc.0, a.0 * b.2 * cc.0, a.0 * b.0 * cc.2];
     } else if sw.round {
+        let frac = hkl.map(fractional);
         let fudge_pi2 = p.fudge * PI * PI;
         let x = [frac[0] * na, frac[1] * nb, frac[2] * nc];
         let (s, ds) = sinc3(dot(x, x) * fudge_pi2);
@@ -281,7 +277,10 @@ pub fn lattice_factor(p: &Params<f64>, hkl: V, sw: &Switches) -> LatticePartials
             g * x[2] * frac[2] + per * na * nb,
         ];
     } else {
-        let volume = na * nb * nc;
+        // GAUSS and TOPHAT: the distance from the node in reciprocal space
+        out.frac = hkl.map(fractional);
+        out.c = [0, 1, 2].map(|axis| (0..3).map(|v| out.frac[v] * p.recip[v][axis]).sum::<f64>());
+        let (c, volume) = (out.c, na * nb * nc);
         let r2 = dot(c, c) * volume * volume * p.fudge;
         let others = [nb * nc, na * nc, na * nb];
         if sw.gauss {

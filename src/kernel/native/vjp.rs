@@ -161,15 +161,17 @@ struct Outlet<'a> {
     later: &'a mut Vec<f64>,
 }
 
-/// C's cached per-pixel factors: ω of the first sample, the capture fraction of the last
-/// layer's first sample, the Kahn factor of the first kept (sample, source) and where that
-/// was (layer, sub-pixel row and column, source); 1 for a factor whose `-oversample_*` flag
-/// applies it per term.
+/// C's cached per-pixel factors, each with the ray it was computed on (kept for its adjoint):
+/// ω of the first sample, the capture fraction of the last layer's first sample, the Kahn
+/// factor of the first kept (sample, source) with that source's index; 1 (and no ray) for a
+/// factor whose `-oversample_*` flag applies it per term.
 struct Factors {
     omega: f64,
     capture: f64,
     polar: f64,
-    polar_at: Option<[usize; 4]>,
+    omega_ray: Option<Ray>,
+    capture_ray: Option<Ray>,
+    polar_at: Option<(Ray, usize)>,
 }
 
 /// Whether `source` keeps the sample along `d` (`-dmin`).
@@ -178,30 +180,41 @@ fn kept(inp: &Inputs<f64>, source: &Source<f64>, d: V3<f64>) -> bool {
     !inp.sw.dmin || forward::stol(d, source) <= inp.p.stol_max
 }
 
-fn pixel_factors(inp: &Inputs<f64>, slow: usize, fast: usize) -> Factors {
+/// The cached factors of pixel (`slow`, `fast`), whose first sample's ray is `first`.
+fn pixel_factors(inp: &Inputs<f64>, slow: usize, fast: usize, first: Ray) -> Factors {
     let (sw, p, os) = (&inp.sw, &inp.p, inp.oversample);
     let mut out = Factors {
         omega: 1.0,
         capture: 1.0,
         polar: 1.0,
+        omega_ray: None,
+        capture_ray: None,
         polar_at: None,
     };
     if !sw.oversample_omega {
-        out.omega = forward::solid_angle(p, adjoint::ray(p, sw, os, slow, fast, 0, 0, 0).r, sw.point_pixel);
+        out.omega = forward::solid_angle(p, first.r, sw.point_pixel);
+        out.omega_ray = Some(first);
     }
     if sw.sensor && !sw.oversample_thick {
-        let last = adjoint::ray(p, sw, os, slow, fast, inp.layers - 1, 0, 0);
+        let last = match inp.layers {
+            1 => first,
+            layers => adjoint::ray(p, sw, os, slow, fast, layers - 1, 0, 0),
+        };
         out.capture = forward::capture_fraction(p, dot(last.d, p.odet), (inp.layers - 1) as f64);
+        out.capture_ray = Some(last);
     }
     if sw.polar && !sw.oversample_polar {
         out.polar = 0.0;
         'search: for t in 0..inp.layers {
             for sub_s in 0..os {
                 for sub_f in 0..os {
-                    let ray = adjoint::ray(p, sw, os, slow, fast, t, sub_s, sub_f);
+                    let ray = match (t, sub_s, sub_f) {
+                        (0, 0, 0) => first,
+                        _ => adjoint::ray(p, sw, os, slow, fast, t, sub_s, sub_f),
+                    };
                     if let Some(si) = inp.sources.iter().position(|s| kept(inp, s, ray.d)) {
                         out.polar = forward::kahn_factor(&inp.sources[si], ray.d, p.kahn);
-                        out.polar_at = Some([t, sub_s, sub_f, si]);
+                        out.polar_at = Some((ray, si));
                         break 'search;
                     }
                 }
@@ -215,7 +228,8 @@ fn pixel_factors(inp: &Inputs<f64>, slow: usize, fast: usize) -> Factors {
 /// index `switch`.
 fn pixel_adjoint(inp: &Inputs<f64>, slow: usize, fast: usize, weight: f64, switch: Option<usize>, out: &mut Outlet) {
     let scale = inp.scales[0];
-    let factors = pixel_factors(inp, slow, fast);
+    let first = adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0);
+    let factors = pixel_factors(inp, slow, fast, first);
     let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
     let pixel = slow * inp.fpixels + fast;
     let pass = Pass {
@@ -223,6 +237,7 @@ fn pixel_adjoint(inp: &Inputs<f64>, slow: usize, fast: usize, weight: f64, switc
         rows: &inp.orientations[..inp.per_shot],
         slow,
         fast,
+        first,
         nearest_start: switch.is_some_and(|s| pixel > s),
     };
     // ∂I/∂I_bg: the running sum starts at I_bg (the products scale it after every term)
@@ -232,7 +247,7 @@ fn pixel_adjoint(inp: &Inputs<f64>, slow: usize, fast: usize, weight: f64, switc
     };
     out.acc[at::G_I_BG] += g_term * all;
     let total = pass.terms(g_term, out);
-    factor_adjoints(inp, slow, fast, &factors, total, weight, out.acc);
+    factor_adjoints(inp, &factors, total, weight, out.acc);
 }
 
 /// The factors one term of the `-oversample_*` products multiplies the running sum by: ω,
@@ -290,6 +305,8 @@ struct Pass<'a> {
     rows: &'a [Row<f64>],
     slow: usize,
     fast: usize,
+    /// The ray of the pixel's first sample.
+    first: Ray,
     /// Whether structure factors are nearest neighbour from the pixel's start.
     nearest_start: bool,
 }
@@ -302,10 +319,11 @@ impl Pass<'_> {
         for t in 0..inp.layers {
             for sub_s in 0..os {
                 for sub_f in 0..os {
-                    visit(
-                        &adjoint::ray(&inp.p, &inp.sw, os, self.slow, self.fast, t, sub_s, sub_f),
-                        t,
-                    );
+                    let ray = match (t, sub_s, sub_f) {
+                        (0, 0, 0) => self.first,
+                        _ => adjoint::ray(&inp.p, &inp.sw, os, self.slow, self.fast, t, sub_s, sub_f),
+                    };
+                    visit(&ray, t);
                 }
             }
         }
@@ -440,21 +458,18 @@ impl Pass<'_> {
 
 /// The cached factors' adjoints, once the pixel's running sum `total` is known; `weight` =
 /// ∂L/∂I of the pixel.
-fn factor_adjoints(inp: &Inputs<f64>, slow: usize, fast: usize, f: &Factors, total: f64, weight: f64, acc: &mut [f64]) {
-    let (sw, p, os) = (&inp.sw, &inp.p, inp.oversample);
+fn factor_adjoints(inp: &Inputs<f64>, f: &Factors, total: f64, weight: f64, acc: &mut [f64]) {
+    let (sw, p) = (&inp.sw, &inp.p);
     acc[at::G_SCALE] += weight * total * f.omega * f.polar * f.capture;
     let g = weight * inp.scales[0] * total;
-    if !sw.oversample_omega {
-        let first = adjoint::ray(p, sw, os, slow, fast, 0, 0, 0);
-        adjoint::solid_angle(p, sw, acc, &first, g * f.polar * f.capture);
+    if let Some(first) = &f.omega_ray {
+        adjoint::solid_angle(p, sw, acc, first, g * f.polar * f.capture);
     }
-    if sw.sensor && !sw.oversample_thick {
-        let layer = inp.layers - 1;
-        let last = adjoint::ray(p, sw, os, slow, fast, layer, 0, 0);
-        adjoint::capture_fraction(p, sw, acc, &last, layer as f64, g * f.omega * f.polar);
+    if let Some(last) = &f.capture_ray {
+        let layer = (inp.layers - 1) as f64;
+        adjoint::capture_fraction(p, sw, acc, last, layer, g * f.omega * f.polar);
     }
-    if let Some([t, sub_s, sub_f, si]) = f.polar_at {
-        let ray = adjoint::ray(p, sw, os, slow, fast, t, sub_s, sub_f);
-        adjoint::kahn_factor(p, sw, acc, &inp.sources[si], &ray, g * f.omega * f.capture);
+    if let Some((ray, si)) = &f.polar_at {
+        adjoint::kahn_factor(p, sw, acc, &inp.sources[*si], ray, g * f.omega * f.capture);
     }
 }
