@@ -180,8 +180,9 @@ fn kept(inp: &Inputs<f64>, source: &Source<f64>, d: V3<f64>) -> bool {
     !inp.sw.dmin || forward::stol(d, source) <= inp.p.stol_max
 }
 
-/// The cached factors of pixel (`slow`, `fast`), whose first sample's ray is `first`.
-fn pixel_factors(inp: &Inputs<f64>, slow: usize, fast: usize, first: Ray) -> Factors {
+/// The cached factors of the pass's pixel.
+fn pixel_factors(pass: &Pass) -> Factors {
+    let inp = pass.inp;
     let (sw, p, os) = (&inp.sw, &inp.p, inp.oversample);
     let mut out = Factors {
         omega: 1.0,
@@ -192,14 +193,12 @@ fn pixel_factors(inp: &Inputs<f64>, slow: usize, fast: usize, first: Ray) -> Fac
         polar_at: None,
     };
     if !sw.oversample_omega {
+        let first = pass.ray(0, 0, 0);
         out.omega = forward::solid_angle(p, first.r, sw.point_pixel);
         out.omega_ray = Some(first);
     }
     if sw.sensor && !sw.oversample_thick {
-        let last = match inp.layers {
-            1 => first,
-            layers => adjoint::ray(p, sw, os, slow, fast, layers - 1, 0, 0),
-        };
+        let last = pass.ray(inp.layers - 1, 0, 0);
         out.capture = forward::capture_fraction(p, dot(last.d, p.odet), (inp.layers - 1) as f64);
         out.capture_ray = Some(last);
     }
@@ -208,10 +207,7 @@ fn pixel_factors(inp: &Inputs<f64>, slow: usize, fast: usize, first: Ray) -> Fac
         'search: for t in 0..inp.layers {
             for sub_s in 0..os {
                 for sub_f in 0..os {
-                    let ray = match (t, sub_s, sub_f) {
-                        (0, 0, 0) => first,
-                        _ => adjoint::ray(p, sw, os, slow, fast, t, sub_s, sub_f),
-                    };
+                    let ray = pass.ray(t, sub_s, sub_f);
                     if let Some(si) = inp.sources.iter().position(|s| kept(inp, s, ray.d)) {
                         out.polar = forward::kahn_factor(&inp.sources[si], ray.d, p.kahn);
                         out.polar_at = Some((ray, si));
@@ -228,18 +224,17 @@ fn pixel_factors(inp: &Inputs<f64>, slow: usize, fast: usize, first: Ray) -> Fac
 /// index `switch`.
 fn pixel_adjoint(inp: &Inputs<f64>, slow: usize, fast: usize, weight: f64, switch: Option<usize>, out: &mut Outlet) {
     let scale = inp.scales[0];
-    let first = adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0);
-    let factors = pixel_factors(inp, slow, fast, first);
-    let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
     let pixel = slow * inp.fpixels + fast;
     let pass = Pass {
         inp,
         rows: &inp.orientations[..inp.per_shot],
         slow,
         fast,
-        first,
+        first: adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0),
         nearest_start: switch.is_some_and(|s| pixel > s),
     };
+    let factors = pixel_factors(&pass);
+    let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
     // ∂I/∂I_bg: the running sum starts at I_bg (the products scale it after every term)
     let all = match inp.sw.products() {
         true => pass.suffix_products(out.later),
@@ -319,13 +314,26 @@ impl Pass<'_> {
         for t in 0..inp.layers {
             for sub_s in 0..os {
                 for sub_f in 0..os {
-                    let ray = match (t, sub_s, sub_f) {
-                        (0, 0, 0) => self.first,
-                        _ => adjoint::ray(&inp.p, &inp.sw, os, self.slow, self.fast, t, sub_s, sub_f),
-                    };
-                    visit(&ray, t);
+                    visit(&self.ray(t, sub_s, sub_f), t);
                 }
             }
+        }
+    }
+
+    /// The ray of layer `t`, sub-pixel (`sub_s`, `sub_f`): the first sample's computed once.
+    fn ray(&self, t: usize, sub_s: usize, sub_f: usize) -> Ray {
+        match (t, sub_s, sub_f) {
+            (0, 0, 0) => self.first,
+            _ => adjoint::ray(
+                &self.inp.p,
+                &self.inp.sw,
+                self.inp.oversample,
+                self.slow,
+                self.fast,
+                t,
+                sub_s,
+                sub_f,
+            ),
         }
     }
 
