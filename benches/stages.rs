@@ -8,9 +8,9 @@
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::tensor::{DType, Tensor, TensorData};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::CrystalShape;
 use nanobragg::engine::Engine;
+use nanobragg::experiment::args::{parse_args, Parsed};
 use nanobragg::io::hkl::HklGrid;
 use nanobragg::physics::detector::{diffracted_directions, pixel_positions, solid_angle};
 use nanobragg::physics::lattice::{lattice_factor, sincg, LatticeShape};

@@ -8,8 +8,8 @@
 //! should start cold). N is the detector size of the default configuration (512).
 //! Prints one line per step: milliseconds and what the step shows.
 
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::engine::Engine;
+use nanobragg::experiment::args::{parse_args, Parsed};
 use nanobragg::{Experiment, RenderOptions, SimConfig};
 use std::time::Instant;
 

@@ -10,10 +10,10 @@
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
-use nanobragg::cli::{parse_args, Parsed};
-use nanobragg::noise::PoissonNoise;
+use nanobragg::experiment::args::{parse_args, Parsed};
 use nanobragg::refine::uncertainty::{poisson_fisher, standard_errors};
 use nanobragg::refine::{optimizer::print_iteration, Adam, ImageObjective, Lbfgs, Loss, Optimizer, Selection};
+use nanobragg::render::noise::PoissonNoise;
 use nanobragg::{Experiment, SimConfig};
 use std::time::Instant;
 

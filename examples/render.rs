@@ -3,10 +3,10 @@
 //!
 //! `cargo run --release --example render -- [OUTPUT.bin]`
 
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::engine::Engine;
+use nanobragg::experiment::args::{parse_args, Parsed};
 use nanobragg::io::raw::write_float_image;
-use nanobragg::output::Statistics;
+use nanobragg::render::output::Statistics;
 use nanobragg::{Experiment, RenderOptions};
 
 fn main() -> nanobragg::Result<()> {

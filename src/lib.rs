@@ -7,52 +7,33 @@
 //! [`physics`] stages (pure functions generic over the burn backend) composed by
 //! [`simulate::render`] over chunks of pixels → [`simulate::Image`].
 
-pub mod cli;
-pub mod components;
-pub mod config;
 #[cfg(feature = "app")]
-pub mod console;
-pub mod derivative;
-pub(crate) mod device;
+pub mod app;
+pub mod base;
+pub mod config;
 pub mod diff;
-pub mod drive;
 pub mod engine;
-pub mod error;
-pub mod finite;
-pub mod geometry;
-pub mod gpu;
-pub mod gradient;
-pub mod image;
+pub mod experiment;
+pub mod gradients;
 pub mod io;
 pub mod kernel;
-pub mod noise;
-pub mod output;
-pub mod panel_layout;
-pub mod panels;
-pub mod params;
 pub mod physics;
-pub mod probe;
 pub mod refine;
-pub mod rng;
+pub mod render;
 pub mod scene;
-pub mod setup;
-#[cfg(feature = "app")]
-pub mod shots;
-pub mod simulate;
-pub mod simulator;
-pub mod threads;
-pub mod trace;
-pub mod workers;
 
+pub use base::error::{Error, Result};
+pub use base::gpu::{gpu_adapters, select_gpu, Adapter};
 pub use config::SimConfig;
-pub use error::{Error, Result};
-pub use gpu::{gpu_adapters, select_gpu, Adapter};
+pub use engine::render::{render, render_batch};
+pub use engine::simulator::{PanelSimulator, Simulator};
+pub use engine::Engine;
+pub use experiment::Experiment;
 pub use kernel::PixelKernel;
-pub use params::Params;
 pub use refine::gradcheck::{gradcheck, ComponentCheck, GradcheckOptions, GradcheckReport};
-pub use setup::Experiment;
-pub use simulate::{render, Image, RenderOptions};
-pub use simulator::{PanelSimulator, Simulator};
+pub use render::image::{Image, Statistics};
+pub use render::RenderOptions;
+pub use scene::params::Params;
 
 /// The README and every guide in `docs/`, compiled by `cargo test` as doc tests so that their
 /// Rust examples cannot drift from the API. `tests/integration/docs.rs` checks that every guide

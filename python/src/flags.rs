@@ -2,7 +2,7 @@
 //! keyword overrides (`distance=100.0` is `-distance 100`).
 
 use crate::errors::{to_py, value_error};
-use nanobragg::cli::{parse_args, Parsed, RunOptions};
+use nanobragg::experiment::args::{parse_args, Parsed, RunOptions};
 use nanobragg::SimConfig;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};

@@ -24,13 +24,13 @@ mod writers;
 #[pyfunction]
 fn main(py: Python<'_>, argv: flags::Flags) -> PyResult<u8> {
     let args = argv.into_vec();
-    errors::detached(py, move || Ok(nanobragg::cli::program::main(&args)))
+    errors::detached(py, move || Ok(nanobragg::app::program::main(&args)))
 }
 
 /// The usage text of the command line: every flag with its values and units.
 #[pyfunction]
 fn usage() -> &'static str {
-    nanobragg::cli::usage()
+    nanobragg::experiment::args::usage()
 }
 
 /// The wgpu adapters this machine offers, in the order `select_gpu` and `-gpu N` count them:

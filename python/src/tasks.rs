@@ -5,13 +5,13 @@
 use burn::backend::Autodiff;
 use burn::module::Module;
 use nanobragg::config::SimConfig;
-use nanobragg::derivative::DerivativeImage;
 use nanobragg::engine::BackendTask;
-use nanobragg::gradient::{fixed_weights, ParamGradient};
+use nanobragg::gradients::derivative::DerivativeImage;
+use nanobragg::gradients::{fixed_weights, ParamGradient};
 use nanobragg::refine::gradcheck::ImageLoss;
 use nanobragg::refine::objective::render_params;
 use nanobragg::refine::{ImageObjective, Loss, Objective, Selection};
-use nanobragg::simulate::{Image, RenderOptions};
+use nanobragg::render::{Image, RenderOptions};
 use nanobragg::{gradcheck, Experiment, GradcheckOptions, GradcheckReport, Params, PixelKernel, Result, Simulator};
 
 /// Parameter values that replace the configuration's: `(PARAMETERS name, values)`.
@@ -28,8 +28,8 @@ pub struct At<'a> {
 
 impl At<'_> {
     /// The library's view of this point (`PixelKernel::vjp`, `PixelKernel::derivative_images`).
-    pub fn point(&self) -> nanobragg::gradient::At<'_> {
-        nanobragg::gradient::At {
+    pub fn point(&self) -> nanobragg::gradients::At<'_> {
+        nanobragg::gradients::At {
             cfg: self.cfg,
             exp: self.exp,
             values: self.values,

@@ -2,9 +2,10 @@
 //! scaled by the flags' `-scale` (else C's automatic scale from the image's statistics) with
 //! the flags' `-adc` offset, and the geometry of the simulator's detector in the headers.
 
-use nanobragg::io::{cbf::write_cbf_from, nexus::write_nexus_image, smv::write_smv};
-use nanobragg::output::{cbf_header, int_counts, int_pixels, int_scale, smv_fields, Statistics};
-use nanobragg::simulate::Image;
+use nanobragg::io::{cbf::write_cbf_from, smv::write_smv};
+use nanobragg::render::nexus::write_nexus_image;
+use nanobragg::render::output::{cbf_header, int_counts, int_pixels, int_scale, smv_fields, Statistics};
+use nanobragg::render::Image;
 use nanobragg::{Experiment, Result, SimConfig};
 use std::path::Path;
 

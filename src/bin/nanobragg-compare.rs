@@ -20,11 +20,11 @@
 //! Exit status: 0 when both ran and were compared, 1 when a program is missing or failed or the
 //! images cannot be compared, 2 for bad usage.
 
-use nanobragg::cli::{parse_args, Parsed};
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::DetectorGeometry;
 use nanobragg::io::npy::write_npy_f32;
 use nanobragg::io::png::{write_png_preview_scaled, write_png_rgb, LogScale};
 use nanobragg::io::{read_float_image, write_atomic};
-use nanobragg::setup::DetectorGeometry;
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! bad arguments.
 
 use clap::{Parser, Subcommand};
-use nanobragg::shots::merge::{merge, ranges, write_merged, MergeReport};
+use nanobragg::app::shots::merge::{merge, ranges, write_merged, MergeReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

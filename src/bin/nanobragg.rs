@@ -1,12 +1,12 @@
 //! `nanobragg`: drop-in replacement for the C nanoBragg program. The run itself is
-//! [`nanobragg::cli::program::main`], shared with the Python package.
+//! [`nanobragg::app::program::main`], shared with the Python package.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     remove_temporaries_on_signal();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    ExitCode::from(nanobragg::cli::program::main(&args))
+    ExitCode::from(nanobragg::app::program::main(&args))
 }
 
 /// On SIGINT or SIGTERM, delete the hidden temporary files of outputs being written, then end

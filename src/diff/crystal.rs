@@ -8,12 +8,12 @@
 //! to the user cell's lengths a/V, b/V, c/V when a cell is given) → regenerated reciprocal
 //! vectors (Å⁻¹) and direct vectors × 1e-10 (m).
 //!
-//! [`CrystalLattice::new`]: crate::setup::crystal::CrystalLattice::new
+//! [`CrystalLattice::new`]: crate::experiment::crystal::CrystalLattice::new
 
 use super::rotation::rotation_xyz;
 use super::{components, const_vec3, cross3, dot3, mat_vec3, norm3};
-use crate::geometry::Vec3;
-use crate::physics::trig::{cos, sin};
+use crate::base::trig::{cos, sin};
+use crate::base::vec3::Vec3;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// Direct and reciprocal vectors of the lattice at φ = 0, no mosaic rotation.
@@ -95,7 +95,7 @@ pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3
 /// If neither a cell (`use_cell`) nor a matrix is given (the host reports that as a
 /// configuration error before this point).
 ///
-/// [`CrystalLattice::new`]: crate::setup::crystal::CrystalLattice::new
+/// [`CrystalLattice::new`]: crate::experiment::crystal::CrystalLattice::new
 pub fn lattice<B: Backend>(
     cell: Tensor<B, 1>,
     misset: Tensor<B, 1>,
@@ -159,7 +159,7 @@ mod tests {
 
     /// The reciprocal vectors (columns) of a MOSFLM matrix at [`LAMBDA0`].
     fn columns(m: [[f64; 3]; 3]) -> [Vec3; 3] {
-        crate::setup::crystal::matrix_reciprocal(&m, LAMBDA0)
+        crate::experiment::crystal::matrix_reciprocal(&m, LAMBDA0)
     }
 
     /// The six vectors (direct in Å, reciprocal in Å⁻¹) of [`lattice`] in f64.
@@ -221,7 +221,7 @@ mod tests {
                     err = err.max((n - len).abs() / len);
                 }
                 err = err.max((v0[3][1].abs() + v0[3][2].abs() + v0[4][2].abs()) / v0[3][0]);
-                let turned = v0.map(|v| crate::geometry::rotate_xyz(v, misset[0], misset[1], misset[2]));
+                let turned = v0.map(|v| crate::base::vec3::rotate_xyz(v, misset[0], misset[1], misset[2]));
                 err = err.max(worst(&vectors(Some(cell), None, misset), &turned));
             }
             err = err.max(worst(&vectors(None, Some(m), [0.0; 3])[3..], &columns(m)));

@@ -24,12 +24,12 @@
 //! `f64::MIN_POSITIVE`, as C's guard. `|ratio·distance|` is differentiated as
 //! `sign(ratio·distance)·d(ratio·distance)`.
 //!
-//! [`DetectorGeometry::new`]: crate::setup::detector::DetectorGeometry::new
+//! [`DetectorGeometry::new`]: crate::experiment::detector::DetectorGeometry::new
 
 use super::rotation::{axis_rotation, rotation_xyz};
 use super::{const_scalar, const_vec3, dot3, elem, mat_vec3};
+use crate::base::vec3::Vec3;
 use crate::config::{Convention, Pivot};
-use crate::geometry::Vec3;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// The detector's geometry as tensors.
@@ -105,7 +105,7 @@ pub struct DetectorFrame {
 ///
 /// Constants are made on the device and in the dtype of `distance`.
 ///
-/// [`DetectorGeometry::new`]: crate::setup::detector::DetectorGeometry::new
+/// [`DetectorGeometry::new`]: crate::experiment::detector::DetectorGeometry::new
 pub fn detector_in_frame<B: Backend>(
     frame: &DetectorFrame,
     distance: Tensor<B, 1>,

@@ -8,7 +8,7 @@
 //! `NdArray<f32>` embedding or `-precision f32` sets it to F32), and no default is read here,
 //! so a later `set_default_dtypes` still succeeds.
 
-use crate::geometry::Vec3;
+use crate::base::vec3::Vec3;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::tensor::{DType, Tensor, TensorData};
 

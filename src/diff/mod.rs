@@ -3,9 +3,9 @@
 //! everything the physics stages consume, so that gradients flow through them.
 //!
 //! Each function maps explicit parameter tensors to geometry tensors. The host setup
-//! ([`crate::setup`]) decides the discrete choices (convention, pivot, which of `-cell`/`-mat`
+//! ([`crate::experiment`]) decides the discrete choices (convention, pivot, which of `-cell`/`-mat`
 //! was given, the random draws of the mosaic domains and of a random misset) and evaluates these
-//! same functions in f64 ([`host`]) for the numbers C resolves and prints; [`crate::params`]
+//! same functions in f64 ([`host`]) for the numbers C resolves and prints; [`crate::scene::params`]
 //! evaluates them on parameter tensors for the differentiable scene. Constants are created on
 //! the device and in the dtype of the parameters they meet. Tests compare the result with the
 //! geometry C printed (`tests/integration/geometry.rs`) and with the reference's geometry
@@ -26,7 +26,7 @@ pub mod orientation;
 pub mod rigid_motion;
 pub mod rotation;
 
-use crate::geometry::Vec3;
+use crate::base::vec3::Vec3;
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
 /// Element `i` of a 1-D tensor, as `[1]`.

@@ -10,13 +10,13 @@
 //! product of the f64 spread and the f32 cap factor. The angles therefore differ by up to
 //! ~2⁻²³ relative (about 1.2e-7·|angle|) and the matrix entries by at most that much absolute.
 //!
-//! [`rng::mosaic_rotation`]: crate::rng::mosaic_rotation
+//! [`rng::mosaic_rotation`]: crate::base::rng::mosaic_rotation
 
 use super::host;
 use super::rotation::axis_rotations;
-use crate::geometry::Mat3;
-use crate::geometry::Vec3;
-use crate::rng::Ran1;
+use crate::base::rng::Ran1;
+use crate::base::vec3::Mat3;
+use crate::base::vec3::Vec3;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// Mosaic rotation matrices `Uₘ` `[M, 3, 3]` about the unit `axes` `[M, 3]` by the angles
@@ -71,9 +71,9 @@ fn draw_domain(rng: &mut Ran1) -> (Vec3, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::rng::mosaic_rotation;
+    use crate::base::vec3::IDENTITY;
     use crate::diff::testing::{ad_gradient, fd_gradient, grad_err, host, t1, uniform, Ad, B};
-    use crate::geometry::IDENTITY;
-    use crate::rng::mosaic_rotation;
 
     /// The host's mosaic matrices for `domains` domains (domain 0 the identity).
     fn host_umats(spread: f64, domains: usize, seed: i64) -> Vec<f64> {

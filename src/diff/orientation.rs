@@ -6,7 +6,7 @@
 //! mosaic matrices `[M, 3, 3]` → `M_{φ,m} = U_m·R_φ` `[Φ·M, 3, 3]` in C's order (φ outer);
 //! direct vectors a, b, c (m) → `v' = M·v` → coefficients `v'/λ_s` (dimensionless per m) and
 //! offsets `v'·i_s/λ_s` for every source s (1/λ `[1, S]` in m⁻¹, unit incident directions
-//! `[S, 3]`). Used by the differentiable scene ([`crate::params::Params::scene`]) and, in f64
+//! `[S, 3]`). Used by the differentiable scene ([`crate::scene::params::Params::scene`]) and, in f64
 //! on the host, by the rendered one ([`crate::scene::Scene::new`]).
 
 use super::rotation::axis_rotations;

@@ -1,5 +1,5 @@
 //! A rigid motion of a detector panel group as tensors: the finite form of the panel motions
-//! of [`crate::panels::motion`], so that a burn module can train them
+//! of [`crate::experiment::panels::motion`], so that a burn module can train them
 //! ([`crate::PanelSimulator`]).
 //!
 //! Parameter → geometry map (units):
@@ -8,7 +8,7 @@
 //!   the group's own unit axes (normal, fast, slow) through its `centre` (m).
 //! * a point p moves to `R·(p − centre) + centre + X·x̂ + Y·ŷ + Z·ẑ`, a direction v to `R·v`,
 //!   with `R = R_O(O)·R_F(F)·R_S(S)` about the fixed axes: the motion
-//!   [`crate::panels::PanelLayout::moved`] applies to a layout on the host.
+//!   [`crate::io::panels::PanelLayout::moved`] applies to a layout on the host.
 //! * a moved panel's detector recomputes `close_distance = pix0·odet`,
 //!   `ratio = beam·odet` and `distance = close_distance/ratio` (m), as C's CUSTOM detector
 //!   without rotations or 2θ would for the moved panel.
@@ -16,7 +16,7 @@
 use super::detector::{nonzero, DetectorTensors};
 use super::rotation::axis_rotation;
 use super::{const_vec3, constant, dot3, elem, mat_vec3};
-use crate::geometry::Vec3;
+use crate::base::vec3::Vec3;
 use burn::tensor::{backend::Backend, Tensor};
 
 /// A rigid motion: rotation `R` about `centre`, then `translation`.
@@ -70,7 +70,7 @@ impl<B: Backend> RigidMotion<B> {
 mod tests {
     use super::super::testing::{ad_gradient, fd_gradient, host, t1, B};
     use super::*;
-    use crate::geometry::{add, axis_rotation as host_rotation, mat_vec, sub};
+    use crate::base::vec3::{add, axis_rotation as host_rotation, mat_vec, sub};
 
     const CENTRE: Vec3 = [0.02, -0.01, 0.1];
     const AXES: [Vec3; 3] = [[0.0, 0.0, 1.0], [0.6, 0.8, 0.0], [-0.8, 0.6, 0.0]];

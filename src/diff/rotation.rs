@@ -1,15 +1,15 @@
-//! Rotation matrices as tensors: the x-y-z Euler rotation of [`geometry::rotate_xyz`] and
-//! Rodrigues' axis rotation of [`geometry::axis_rotation`], single and batched.
+//! Rotation matrices as tensors: the x-y-z Euler rotation of [`crate::base::vec3::rotate_xyz`] and
+//! Rodrigues' axis rotation of [`crate::base::vec3::axis_rotation`], single and batched.
 //!
-//! [`geometry::rotate_xyz`]: crate::geometry::rotate_xyz
-//! [`geometry::axis_rotation`]: crate::geometry::axis_rotation
+//! [`crate::base::vec3::rotate_xyz`]: crate::base::vec3::rotate_xyz
+//! [`crate::base::vec3::axis_rotation`]: crate::base::vec3::axis_rotation
 
 use super::components;
-use crate::physics::trig::{cos, sin};
+use crate::base::trig::{cos, sin};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// The `[3, 3]` matrix `Rz(rz)·Ry(ry)·Rx(rx)` of `angles = [rx, ry, rz]` (`[3]`, rad, right-handed
-/// about lab x, y, z), so that `M·v == geometry::rotate_xyz(v, rx, ry, rz)`.
+/// about lab x, y, z), so that `M·v == crate::base::vec3::rotate_xyz(v, rx, ry, rz)`.
 ///
 /// The host skips an axis whose angle is exactly 0; with sin 0 = 0 and cos 0 = 1 the matrix
 /// gives the same values (and the gradient at 0 is the true one).
@@ -35,7 +35,7 @@ pub fn rotation_xyz<B: Backend>(angles: Tensor<B, 1>) -> Tensor<B, 2> {
 
 /// Rodrigues' rotation by `angle` (`[1]`, rad, right-handed) about the unit vector `axis`
 /// (`[3]`): the `[3, 3]` matrix `cos φ·I + sin φ·[u]ₓ + (1 − cos φ)·u uᵀ`, equal to
-/// `geometry::axis_rotation(axis, angle)`.
+/// `crate::base::vec3::axis_rotation(axis, angle)`.
 pub fn axis_rotation<B: Backend>(axis: Tensor<B, 1>, angle: Tensor<B, 1>) -> Tensor<B, 2> {
     axis_rotations(axis.reshape([1, 3]), angle).reshape([3, 3])
 }
@@ -99,8 +99,8 @@ fn skew_matrices<B: Backend>(axes: Tensor<B, 2>) -> Tensor<B, 3> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::vec3::{mat_vec, unitize, Mat3};
     use crate::diff::testing::{ad_gradient, fd_gradient, grad_err, host, max_rel, t1, uniform, Ad, B};
-    use crate::geometry::{self, mat_vec, unitize, Mat3};
 
     fn mat(v: &[f64]) -> Mat3 {
         [[v[0], v[1], v[2]], [v[3], v[4], v[5]], [v[6], v[7], v[8]]]
@@ -117,14 +117,14 @@ mod tests {
             let ang = uniform(3, -3.2, 3.2, 100 + k);
             let m = mat(&host(rotation_xyz(t1::<B>(&ang))));
             for v in [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.3, -0.7, 0.2]] {
-                let want = geometry::rotate_xyz(v, ang[0], ang[1], ang[2]);
+                let want = crate::base::vec3::rotate_xyz(v, ang[0], ang[1], ang[2]);
                 let got = mat_vec(&m, v);
                 worst = worst.max(max_rel(&got, &want, 1.0));
             }
         }
         // zero angles (skipped by the host) give the identity
         let m = host(rotation_xyz(t1::<B>(&[0.0, 0.0, 0.0])));
-        assert_eq!(m, flat(&geometry::IDENTITY));
+        assert_eq!(m, flat(&crate::base::vec3::IDENTITY));
         assert!(worst < 1e-15, "rotation_xyz deviates by {worst:e}");
         println!("rotation_xyz: max deviation {worst:e}");
     }
@@ -141,14 +141,14 @@ mod tests {
         let angles = uniform(12, -3.2, 3.2, 300);
         for (u, &phi) in axes.iter().zip(&angles) {
             let got = host(axis_rotation(t1::<B>(u), t1::<B>(&[phi])));
-            worst = worst.max(max_rel(&got, &flat(&geometry::axis_rotation(*u, phi)), 1.0));
+            worst = worst.max(max_rel(&got, &flat(&crate::base::vec3::axis_rotation(*u, phi)), 1.0));
         }
         let flat_axes: Vec<f64> = axes.iter().flatten().copied().collect();
         let batch = axis_rotations(t1::<B>(&flat_axes).reshape([12, 3]), t1::<B>(&angles));
         assert_eq!(batch.dims(), [12, 3, 3]);
         let got = host(batch);
         for (k, (u, &phi)) in axes.iter().zip(&angles).enumerate() {
-            let want = flat(&geometry::axis_rotation(*u, phi));
+            let want = flat(&crate::base::vec3::axis_rotation(*u, phi));
             worst = worst.max(max_rel(&got[9 * k..9 * k + 9], &want, 1.0));
         }
         assert!(worst < 1e-15, "axis_rotation deviates by {worst:e}");

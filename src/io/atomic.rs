@@ -2,7 +2,7 @@
 //! FIFO) is written in place, so outputs are either complete or untouched and a device node is
 //! never replaced by a file.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -285,7 +285,7 @@ impl TempRegistry {
 #[cfg(test)]
 mod tests {
     use super::{replace, write_atomic, TempRegistry};
-    use crate::error::Error;
+    use crate::base::error::Error;
     use std::path::Path;
 
     fn names(dir: &Path) -> Vec<String> {

@@ -16,7 +16,7 @@
 
 use super::atomic::write_atomic;
 use super::hkl::{alloc_grid, HklGrid};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// The header is six `i32`s and five spaces: at most 71 bytes before the newline.

@@ -17,7 +17,7 @@
 //! This reader is line-based, so 5- and 6-column files work, and bad lines are errors naming
 //! `path:line`.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// Largest grid (number of h,k,l points) a reader will allocate: 2³¹ values, 16 GiB.

@@ -13,7 +13,7 @@
 //! and spacing do not matter and anything after the ninth number (MOSFLM's U matrix, cell, ...)
 //! is ignored.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// Reads the nine matrix elements in file order. `result[0]` is the first row, i.e. the x

@@ -4,18 +4,18 @@
 //! Pilatus header), NeXus NXmx files (`-nexusfile`), raw float images (`-floatfile`) and PGM previews (`-pgmfile`).
 //! `docs/outputs.md` lists every output and the programs that read it.
 //!
-//! Readers never panic: malformed input gives an [`Error`](crate::error::Error) naming the file
+//! Readers never panic: malformed input gives an [`Error`](crate::base::error::Error) naming the file
 //! and, where it makes sense, the 1-based line. Writers replace their output atomically.
 
 pub mod atomic;
 pub mod cbf;
-pub mod cfmt;
 pub mod fdump;
 pub mod hkl;
 pub mod matrix;
 pub mod nexus;
 pub mod npy;
 pub mod observed;
+pub mod panels;
 pub mod pgm;
 pub mod png;
 pub mod raw;
@@ -23,7 +23,6 @@ pub mod smv;
 pub mod sourcefile;
 
 pub use atomic::{write_atomic, write_atomic_with};
-pub use cfmt::fmt_g;
 pub use fdump::{read_fdump, write_fdump};
 pub use hkl::{read_hkl, HklGrid};
 pub use matrix::read_matrix;

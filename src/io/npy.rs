@@ -8,7 +8,7 @@
 //! `[spixels, fpixels]`, so `a[slow, fast]` is the pixel.
 
 use super::atomic::{write_atomic_with, write_values};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// `\x93NUMPY` followed by format version 1.0.

@@ -2,7 +2,7 @@
 //! miniCBF or NeXus NXmx, told apart by the file's first bytes. For refinement against real
 //! data, and for Python (`nanobragg.read_image`).
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// The formats [`read_image`] reads.

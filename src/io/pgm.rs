@@ -1,8 +1,8 @@
 //! PGM preview images (`-pgmfile`): binary greyscale (P5), one byte per pixel, fast-major.
 
 use super::atomic::{write_atomic_with, write_values};
-use super::cfmt::fmt_g;
-use crate::error::{Error, Result};
+use crate::base::cfmt::fmt_g;
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// Writes a P5 PGM exactly as C does, atomically:

@@ -15,7 +15,7 @@
 //! top to bottom, as in the PGM output.
 
 use super::atomic::write_atomic;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// The log mapping of a greyscale preview (see the module documentation).

@@ -5,7 +5,7 @@
 //! port always writes little-endian so files are portable.
 
 use super::atomic::{write_atomic_with, write_values};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::path::Path;
 
 /// Writes `data` as raw little-endian `f32` values, atomically.

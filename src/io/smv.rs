@@ -8,8 +8,8 @@
 //! `XDS_ORGX`/`XDS_ORGY` in pixels.
 
 use super::atomic::{write_atomic_with, write_values};
-use super::cfmt::fmt_g;
-use crate::error::{Error, Result};
+use crate::base::cfmt::fmt_g;
+use crate::base::error::{Error, Result};
 use std::io::Read;
 use std::path::Path;
 

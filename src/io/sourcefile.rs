@@ -24,8 +24,8 @@
 //! * a last line without a newline is read normally (C would give 0 for its missing columns);
 //! * a file with no sources is an error (C exits with status 9 as well).
 
+use crate::base::error::{Error, Result};
 use crate::config::SourceRow;
-use crate::error::{Error, Result};
 use std::path::Path;
 
 /// Column delimiters, as C's `read_text_file`.

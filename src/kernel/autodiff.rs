@@ -24,14 +24,14 @@
 
 use super::vjp::KernelScene;
 use super::{images_at, PixelKernel};
+use crate::base::error::Result;
 use crate::diff::host::Host;
-use crate::error::Result;
-use crate::gradient::{scene_graph_vjp, ParamGradient};
-use crate::params::{Params, PARAMETERS};
+use crate::gradients::{scene_graph_vjp, ParamGradient};
+use crate::render::scenes::Scenes;
+use crate::render::RenderOptions;
+use crate::scene::params::{Params, PARAMETERS};
 use crate::scene::to_host;
 use crate::scene::SceneTensors;
-use crate::simulate::RenderOptions;
-use crate::simulator::scenes::Scenes;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -158,7 +158,7 @@ impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for Pa
 
 /// How a backward pass on the host runs: the CPU engine's chunking and threads, within the
 /// simulator's memory budget.
-fn backward_options(setup: &crate::simulator::Setup) -> RenderOptions {
+fn backward_options(setup: &crate::render::scenes::Setup) -> RenderOptions {
     RenderOptions {
         memory_budget: setup.options.memory_budget,
         ..RenderOptions::default()
@@ -184,7 +184,7 @@ impl<S: Scenes> ImageVjp<S> {
         let w = to_host(w)?;
         // the weights of a chunk's rendered pixels (indices fast-major over the detector)
         let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| w[p as usize]).collect());
-        crate::workers::tune_process();
+        crate::base::workers::tune_process();
         let vjp = scene_graph_vjp(
             &setup.exp,
             host,

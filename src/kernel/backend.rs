@@ -23,15 +23,15 @@ use super::job::{PixelJob, Switches};
 use super::native::vjp::JobSums;
 use super::native::Real;
 use super::HostImage;
-use crate::derivative::DerivativeImage;
-use crate::error::Result;
-use crate::gradient::{At, ChunkWeights, Vjp};
-use crate::image::Image;
-use crate::params::Params;
+use crate::base::error::Result;
+use crate::experiment::Experiment;
+use crate::gradients::derivative::DerivativeImage;
+use crate::gradients::{At, ChunkWeights, Vjp};
+use crate::render::image::Image;
+use crate::render::scenes::Scenes;
+use crate::render::RenderOptions;
+use crate::scene::params::Params;
 use crate::scene::Scene;
-use crate::setup::Experiment;
-use crate::simulate::RenderOptions;
-use crate::simulator::scenes::Scenes;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::{
     FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
@@ -138,19 +138,19 @@ pub trait PixelKernel: Backend {
     /// The images (photons) of `scene`, one shot or a batch of shots that batch together
     /// ([`Scene::batch`]) of `exp`, one per shot; progress reported through `opts`.
     fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
-        crate::simulate::render_by_stages::<Self>(exp, scene, opts, device)
+        crate::render::render_by_stages::<Self>(exp, scene, opts, device)
     }
 
     /// The image at `at`, the loss and the weights ∂L/∂I that `weigh` returns for its rendered
     /// pixels, and Σ_p w_p·∂I_p/∂θ for every parameter θ (the gradient of that loss).
     fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
-        crate::gradient::vjp_by_stages::<Self>(at, weigh, device)
+        crate::gradients::vjp_by_stages::<Self>(at, weigh, device)
     }
 
     /// The image at `at` and the derivative images dI/dθ of `names`
-    /// ([`crate::derivative::DERIVATIVES`], in their flags' units).
+    /// ([`crate::gradients::derivative::DERIVATIVES`], in their flags' units).
     fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
-        crate::derivative::derivative_images_by_stages::<Self>(at, names, device)
+        crate::gradients::derivative::derivative_images_by_stages::<Self>(at, names, device)
     }
 
     /// Whether [`PixelKernel::render_pixels`] runs a kernel here (else it returns `None`).
@@ -302,7 +302,7 @@ where
         if opts.pixel_kernel {
             return super::native::render::<E>(exp, scene, opts);
         }
-        crate::simulate::render_by_stages::<Self>(exp, scene, opts, device)
+        crate::render::render_by_stages::<Self>(exp, scene, opts, device)
     }
 
     /// The native loop and its reverse pass where `at.opts` asks for them and the process
@@ -310,14 +310,14 @@ where
     fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
         // an f32 process holds no f64 host scene: the tensor stages, without probing for one
         if E::dtype() != DType::F64 {
-            return crate::gradient::vjp_by_stages::<Self>(at, weigh, device);
+            return crate::gradients::vjp_by_stages::<Self>(at, weigh, device);
         }
         super::dispatch::vjp::<Self>(at, weigh, device)
     }
 
     fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
         if E::dtype() != DType::F64 {
-            return crate::derivative::derivative_images_by_stages::<Self>(at, names, device);
+            return crate::gradients::derivative::derivative_images_by_stages::<Self>(at, names, device);
         }
         super::dispatch::derivative_images::<Self>(at, names, device)
     }

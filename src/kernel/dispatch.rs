@@ -4,13 +4,13 @@
 //! goes through the trait and decides nothing.
 
 use super::PixelKernel;
-use crate::derivative::{derivative_images_by_stages, DerivativeImage};
-use crate::error::Result;
-use crate::gradient::{vjp_by_stages, At, ChunkWeights, Vjp};
-use crate::image::Image;
+use crate::base::error::Result;
+use crate::experiment::Experiment;
+use crate::gradients::derivative::{derivative_images_by_stages, DerivativeImage};
+use crate::gradients::{vjp_by_stages, At, ChunkWeights, Vjp};
+use crate::render::image::Image;
+use crate::render::{render_by_stages, RenderOptions};
 use crate::scene::Scene;
-use crate::setup::Experiment;
-use crate::simulate::{render_by_stages, RenderOptions};
 
 /// The images of `scene` (one shot or a batch) by one kernel launch where `opts.pixel_kernel`
 /// asks for it and the launch fits, else by the tensor stages.

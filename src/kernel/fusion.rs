@@ -6,13 +6,13 @@
 
 use super::backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
 use super::layout::PARTIAL_WIDTH;
-use crate::derivative::DerivativeImage;
-use crate::error::Result;
-use crate::gradient::{At, ChunkWeights, Vjp};
-use crate::image::Image;
+use crate::base::error::Result;
+use crate::experiment::Experiment;
+use crate::gradients::derivative::DerivativeImage;
+use crate::gradients::{At, ChunkWeights, Vjp};
+use crate::render::image::Image;
+use crate::render::RenderOptions;
 use crate::scene::Scene;
-use crate::setup::Experiment;
-use crate::simulate::RenderOptions;
 use burn::tensor::{DType, Shape};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};

@@ -3,10 +3,10 @@
 //! loop in its own precision), and the switches.
 
 use super::layout as at;
+use crate::base::error::Result;
 use crate::config::CrystalShape;
-use crate::error::Result;
+use crate::experiment::{Experiment, R_E_SQR};
 use crate::scene::{to_host, Scene, SceneTensors};
-use crate::setup::{Experiment, R_E_SQR};
 use burn::tensor::{backend::Backend, Tensor};
 
 /// ROI positions per statistics block (see [`super::pixel::image_statistics`]): f32 sums
@@ -278,7 +278,7 @@ impl Switches {
 /// products: [`at::VJP_IMAGE_ROWS_CPU`] where burn-wgpu's adapter is a CPU, else
 /// [`at::VJP_IMAGE_ROWS`].
 fn vjp_image_rows() -> usize {
-    if crate::gpu::wgpu_adapter_is_cpu() {
+    if crate::base::gpu::wgpu_adapter_is_cpu() {
         at::VJP_IMAGE_ROWS_CPU
     } else {
         at::VJP_IMAGE_ROWS

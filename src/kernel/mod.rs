@@ -41,14 +41,14 @@ pub mod vjp;
 pub use backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
 pub use job::{PixelJob, Switches};
 
+use crate::base::error::{Error, Result};
 use crate::diff::host::Host;
-use crate::error::{Error, Result};
-use crate::image::{Image, Statistics};
-use crate::params::Params;
+use crate::experiment::Experiment;
+use crate::render::image::{Image, Statistics};
+use crate::render::scenes::Scenes;
+use crate::render::RenderOptions;
+use crate::scene::params::Params;
 use crate::scene::Scene;
-use crate::setup::Experiment;
-use crate::simulate::RenderOptions;
-use crate::simulator::scenes::Scenes;
 use burn::backend::ndarray::NdArrayDevice;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
@@ -103,7 +103,7 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
         return Ok(None);
     }
     let cpu = NdArrayDevice::Cpu;
-    if crate::device::init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
+    if crate::base::device::init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
         return Ok(None);
     }
     let params = Params::<Host>::from_values(values, &cpu)?;
@@ -114,7 +114,7 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
             let job = PixelJob::of_scene_tensors(&setup.exp, host, &st)?;
             // the native loop on the host's worker pool, as the backward pass
             let opts = RenderOptions {
-                threads: crate::threads::default_count(),
+                threads: crate::base::threads::default_count(),
                 progress: None,
                 ..setup.options.clone()
             };

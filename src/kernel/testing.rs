@@ -6,7 +6,7 @@ use cubecl::wgpu::{WgpuDevice, WgpuRuntime};
 /// Whether there is a wgpu adapter to test on; without one a message and false, unless
 /// `NANOBRAGG_REQUIRE_WGPU=1` makes that a failure.
 pub(crate) fn wgpu_or_skip() -> bool {
-    let Err(e) = (crate::engine::Engine::Wgpu { fusion: false }).probe() else {
+    let Err(e) = crate::base::gpu::wgpu_probe() else {
         return true;
     };
     let required = std::env::var("NANOBRAGG_REQUIRE_WGPU").is_ok_and(|v| v == "1");

@@ -8,16 +8,16 @@ use super::native::vjp::JobSums;
 use super::{
     read_ints, readback, runs_on, upload, upload_floats, HostImage, KernelInputs, PixelJob, PixelKernel, VjpShape,
 };
+use crate::base::device::init_cpu_dtype;
+use crate::base::error::Result;
 use crate::config::SimConfig;
-use crate::derivative::{self, DerivativeImage};
-use crate::device::init_cpu_dtype;
 use crate::diff::host::Host;
-use crate::error::Result;
-use crate::gradient::{fixed_weights, scene_to_params, At, ChunkWeights, ParamGradient, Vjp};
-use crate::params::Params;
+use crate::experiment::{Experiment, R_E_SQR};
+use crate::gradients::derivative::{self, DerivativeImage};
+use crate::gradients::{fixed_weights, scene_to_params, At, ChunkWeights, ParamGradient, Vjp};
+use crate::render::{Image, RenderOptions};
+use crate::scene::params::Params;
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
-use crate::setup::{Experiment, R_E_SQR};
-use crate::simulate::{Image, RenderOptions};
 use burn::backend::ndarray::NdArrayDevice;
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
@@ -243,7 +243,7 @@ fn row_incidents(job: &PixelJob) -> Vec<[f64; 3]> {
 /// The image of `exp` at the configuration's parameters and Σ_p w_p·∂I_p/∂θ for every
 /// parameter of [`Params::new`], by the kernels on `device` ([`weighted_vjp`] with the
 /// weights `weights`, fast-major over the detector; `None` = all ones):
-/// [`crate::gradient::image_vjp`]'s fast path on a GPU. `None` where [`weighted_vjp`] is.
+/// [`crate::gradients::image_vjp`]'s fast path on a GPU. `None` where [`weighted_vjp`] is.
 pub fn image_vjp<B: PixelKernel>(
     cfg: &SimConfig,
     exp: &Experiment,
@@ -331,9 +331,9 @@ impl KernelScene {
     }
 }
 
-/// The image of `exp` and the derivative images `names` ([`crate::derivative::DERIVATIVES`],
+/// The image of `exp` and the derivative images `names` ([`crate::gradients::derivative::DERIVATIVES`],
 /// in their flags' units) by the kernel on `device`: the scene's Jacobian columns for the
-/// names on the host in f64 ([`crate::derivative`]'s first step), then one launch of the
+/// names on the host in f64 ([`crate::gradients::derivative`]'s first step), then one launch of the
 /// derivative-image kernel ([`PixelKernel::pixel_derivatives`]). `None` where `B` has no
 /// kernel, a launch does not fit, the process renders on the CPU in f32 or the kernel does not
 /// cover the configuration ([`kernel_covers`]).
@@ -514,15 +514,15 @@ mod tests {
             if !crate::kernel::testing::wgpu_or_skip() {
                 return None;
             }
-            type B = crate::engine::WgpuUnfused;
+            type B = crate::base::gpu::WgpuUnfused;
             let device = Default::default();
             let args = format!("{flags} -detpixels_f 45 -detpixels_s 61 -pixel 0.4");
-            let crate::cli::Parsed::Run(cfg, _) =
-                crate::cli::parse_args(&args.split_whitespace().collect::<Vec<_>>()).expect("valid flags")
+            let crate::experiment::args::Parsed::Run(cfg, _) =
+                crate::experiment::args::parse_args(&args.split_whitespace().collect::<Vec<_>>()).expect("valid flags")
             else {
                 panic!("no run: {args}")
             };
-            let exp = crate::setup::Experiment::new(&cfg).expect("a valid experiment");
+            let exp = crate::experiment::Experiment::new(&cfg).expect("a valid experiment");
             let mut job = PixelJob::new(&exp, &Scene::new(&exp));
             let n = exp.detector.pixels();
             let weights: Vec<f32> = (0..n).map(|p| 0.5 + ((p * 7919) % 1000) as f32 / 1000.0).collect();

@@ -1,9 +1,9 @@
 //! Lattice factor F_latt: the crystal's shape transform (physics reference §5.6).
 
-use super::trig::{self, cos_pi, sin_pi};
 use super::{rows_for_autodiff, with_partials};
+use crate::base::trig::{self, cos_pi, sin_pi};
+use crate::base::vec3::Vec3;
 use crate::config::CrystalShape;
-use crate::geometry::Vec3;
 use burn::tensor::{backend::Backend, Tensor};
 use std::f64::consts::PI;
 

@@ -9,11 +9,10 @@ pub mod lattice;
 pub mod polarization;
 pub mod scattering;
 pub mod structure_factor;
-pub mod trig;
 pub mod vectors;
 
+use crate::base::trig::{cos as trig_cos, sin as trig_sin};
 use burn::tensor::{backend::Backend, Tensor};
-use trig::{cos as trig_cos, sin as trig_sin};
 
 /// x·s for a column `x` `[N, 1]` and a scalar tensor `s` `[1, 1]` (or a column `[N, 1]`,
 /// then element-wise).
@@ -166,9 +165,9 @@ mod tests {
         assert!(Autodiff::<NdArray<f64>>::tensors_on_host());
         #[cfg(feature = "gpu")]
         {
-            assert!(!crate::engine::WgpuFused::tensors_on_host());
-            assert!(!crate::engine::WgpuUnfused::tensors_on_host());
-            assert!(!Autodiff::<crate::engine::WgpuFused>::tensors_on_host());
+            assert!(!crate::base::gpu::WgpuFused::tensors_on_host());
+            assert!(!crate::base::gpu::WgpuUnfused::tensors_on_host());
+            assert!(!Autodiff::<crate::base::gpu::WgpuFused>::tensors_on_host());
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::objective::Objective;
 use super::optimizer::{norm, Iteration, Optimizer, Outcome};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::scene::to_host;
 use burn::optim::{AdamConfig, SimpleOptimizer};
 use burn::tensor::{backend::Backend, Tensor, TensorData};

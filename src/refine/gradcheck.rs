@@ -25,13 +25,13 @@
 //! ```
 
 use super::selection::Selection;
-use crate::components::COMPONENTS;
-use crate::error::{Error, Result};
-use crate::gradient::ParamGradient;
+use crate::base::error::{Error, Result};
+use crate::config::components::COMPONENTS;
+use crate::engine::simulator::Simulator;
+use crate::gradients::ParamGradient;
 use crate::kernel::PixelKernel;
-use crate::params::Params;
+use crate::scene::params::Params;
 use crate::scene::to_host;
-use crate::simulator::Simulator;
 use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};

@@ -8,7 +8,7 @@
 
 use super::objective::Objective;
 use super::optimizer::{norm, Iteration, Optimizer, Outcome};
-use crate::error::Result;
+use crate::base::error::Result;
 use std::collections::VecDeque;
 
 /// L-BFGS settings.

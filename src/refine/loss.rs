@@ -1,10 +1,10 @@
 //! Losses of a model image against an observed one, with their gradient ∂L/∂I per pixel (the
-//! weights [`crate::gradient::image_vjp`] takes).
+//! weights [`crate::gradients::image_vjp`] takes).
 //!
 //! Images are fast-major `[pixels]` arrays in photons (the model `I`, the observed counts `k`);
 //! an optional mask (`true` = use the pixel) drops pixels from the sum, their weight is 0.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// A loss of the model image `I` given observed counts `k`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,7 +36,7 @@ pub struct LossValue {
     /// The loss (f64 sum over the used pixels).
     pub value: f64,
     /// `∂L/∂I_p` per pixel, fast-major, 0 for masked pixels (f32: the weights of
-    /// [`crate::gradient::image_vjp`]).
+    /// [`crate::gradients::image_vjp`]).
     pub grad: Vec<f32>,
 }
 
@@ -69,7 +69,7 @@ impl Loss {
         }
     }
 
-    /// A chunk's loss and weights ∂L/∂I (see [`crate::gradient::ChunkWeights`]): `pixels`
+    /// A chunk's loss and weights ∂L/∂I (see [`crate::gradients::ChunkWeights`]): `pixels`
     /// index `observed` (and `mask`, `true` = used; masked pixels weigh 0), `values` are the
     /// model's intensities there.
     pub fn chunk_terms(

@@ -3,7 +3,7 @@
 //! * [`loss`] — Poisson negative log-likelihood and least squares, with ∂L/∂I per pixel;
 //! * [`selection`] — which parameter components are refined, in which units;
 //! * [`objective`] — the loss as a function of the selected components, with its gradient
-//!   from [`crate::gradient::image_vjp`];
+//!   from [`crate::gradients::image_vjp`];
 //! * [`panels`] — the same for a detector of many panels, with the rigid motions of panel
 //!   groups among the variables;
 //! * [`optimizer`], [`adam`], [`lbfgs`] — burn's Adam and a hand-written L-BFGS behind one

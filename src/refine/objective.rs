@@ -3,14 +3,14 @@
 
 use super::loss::Loss;
 use super::selection::Selection;
+use crate::base::error::{Error, Result};
 use crate::config::SimConfig;
-use crate::error::{Error, Result};
-use crate::gradient::{replacements, At};
+use crate::experiment::Experiment;
+use crate::gradients::{replacements, At};
 use crate::kernel::PixelKernel;
-use crate::params::Params;
+use crate::render::{render_scene, Image, RenderOptions};
+use crate::scene::params::Params;
 use crate::scene::{Scene, SceneTensors};
-use crate::setup::Experiment;
-use crate::simulate::{render_scene, Image, RenderOptions};
 use burn::module::Module;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 
@@ -116,7 +116,7 @@ where
     /// back, the loss terms and their derivatives ∂L/∂I computed on the host, and Σ (∂L/∂I)·I
     /// differentiated in the same graph: the loss is a sum over pixels, so the chunk's weights
     /// depend on the chunk alone).
-    pub fn loss_vjp(&mut self, x: &[f64]) -> Result<(f64, Vec<crate::gradient::ParamGradient>)> {
+    pub fn loss_vjp(&mut self, x: &[f64]) -> Result<(f64, Vec<crate::gradients::ParamGradient>)> {
         self.loss.validate()?;
         let (exp, cfg, device) = (self.exp, self.cfg, &self.device);
         if self.observed.len() != exp.detector.pixels() || self.mask.is_some_and(|m| m.len() != self.observed.len()) {

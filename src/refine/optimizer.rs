@@ -1,7 +1,7 @@
 //! The optimiser interface and its per-iteration log.
 
 use super::objective::Objective;
-use crate::error::Result;
+use crate::base::error::Result;
 
 /// One iteration's record.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,34 +1,34 @@
 //! Refinement of a detector of many panels: the loss of every panel's image against the
 //! observed one, as a function of the rigid motions of the panel groups
-//! ([`crate::panels::motion`]) and of components the panels share (cell, misset, λ, …).
+//! ([`crate::experiment::panels::motion`]) and of components the panels share (cell, misset, λ, …).
 //!
 //! Each evaluation moves the layout by the motions, renders each panel as its CUSTOM detector
-//! and takes each panel's gradient with [`crate::gradient::weighted_vjp`]. A motion's gradient
+//! and takes each panel's gradient with [`crate::gradients::weighted_vjp`]. A motion's gradient
 //! is the combination of its panels' `Xbeam`, `Ybeam`, `close_distance` and `detector_rot*`
-//! gradients that [`crate::panels::motion::base_coefficients`] gives; a shared component's is
+//! gradients that [`crate::experiment::panels::motion::base_coefficients`] gives; a shared component's is
 //! the sum over panels.
 
 use super::loss::Loss;
 use super::objective::{render_params, Objective};
 use super::selection::Selection;
-use crate::components::find;
+use crate::base::error::{Error, Result};
+use crate::base::vec3::Vec3;
+use crate::config::components::find;
 use crate::config::SimConfig;
-use crate::error::{Error, Result};
-use crate::geometry::Vec3;
-use crate::gradient::{weighted_vjp, ParamGradient};
+use crate::experiment::panels::custom::{placed_panel_configs, run_frame};
+use crate::experiment::panels::motion::{base_coefficients, run_frames, GroupFrame, Motion, BASE};
+use crate::experiment::Experiment;
+use crate::gradients::{weighted_vjp, ParamGradient};
 use crate::io::hkl::HklGrid;
-use crate::panels::custom::{placed_panel_configs, run_frame};
-use crate::panels::groups::Grouping;
-use crate::panels::motion::{base_coefficients, run_frames, GroupFrame, Motion, BASE};
-use crate::panels::PanelLayout;
-use crate::params::Params;
-use crate::setup::Experiment;
-use crate::simulate::RenderOptions;
+use crate::io::panels::groups::Grouping;
+use crate::io::panels::PanelLayout;
+use crate::render::RenderOptions;
+use crate::scene::params::Params;
 use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 
 /// One refined motion component: group `group` of the grouping, motion `motion` (0–5:
-/// X, Y, Z in mm, O, F, S in degrees; see [`crate::panels::motion::MOTIONS`]).
+/// X, Y, Z in mm, O, F, S in degrees; see [`crate::experiment::panels::motion::MOTIONS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MotionComponent {
     pub group: usize,

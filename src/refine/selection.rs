@@ -11,9 +11,9 @@
 //! the sign of the mosaic spread (a degeneracy: the domains rotated the other way, compensated
 //! by the misset) is excluded.
 
-use crate::error::{Error, Result};
-use crate::gradient::ParamGradient;
-use crate::params::Params;
+use crate::base::error::{Error, Result};
+use crate::gradients::ParamGradient;
+use crate::scene::params::Params;
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
 /// One refined component: `params.<param>[index]`, seen by the optimiser as `scale · value`.
@@ -21,7 +21,7 @@ use burn::tensor::{backend::Backend, Tensor, TensorData};
 pub struct Component {
     /// The CLI-style name shown in tables (`cell_a`, `misset_x`, `distance`, `Xbeam`...).
     pub label: String,
-    /// The [`crate::params::PARAMETERS`] name of the tensor, and the component in it.
+    /// The [`crate::scene::params::PARAMETERS`] name of the tensor, and the component in it.
     pub param: &'static str,
     pub index: usize,
     /// `x = scale · value`.
@@ -37,12 +37,12 @@ pub struct Component {
 
 impl Component {
     /// The component named like the CLI flag, as `-derivative` names it: one entry of
-    /// [`crate::components::COMPONENTS`] (`cell_a` in Å, `misset_x` in degrees, `distance` in
+    /// [`crate::config::components::COMPONENTS`] (`cell_a` in Å, `misset_x` in degrees, `distance` in
     /// mm, `dispersion` in %...), seen in its flag's unit; the fluence relative to
     /// `fluence_ref`. The positive ones (`mosaic`, `fluence`, `water`) are refined as
     /// logarithms.
     pub fn named(label: &str, fluence_ref: f64) -> Result<Self> {
-        let c = crate::components::find(label, "refine")?;
+        let c = crate::config::components::find(label, "refine")?;
         // the fluence is refined relative to its starting value, everything else in its
         // flag's unit
         let (scale, unit) = match c.param {
@@ -189,7 +189,7 @@ impl Selection {
         Ok(out)
     }
 
-    /// `∂L/∂x` at `x` from the per-tensor gradients of [`crate::gradient::image_vjp`].
+    /// `∂L/∂x` at `x` from the per-tensor gradients of [`crate::gradients::image_vjp`].
     pub fn gradient(&self, grads: &[ParamGradient], x: &[f64]) -> Result<Vec<f64>> {
         self.components
             .iter()

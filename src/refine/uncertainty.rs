@@ -8,7 +8,7 @@
 //! optimisers use).
 
 use super::objective::ImageObjective;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use burn::tensor::backend::AutodiffBackend;
 
 /// `F` (x units⁻²) at `x`, with central-difference steps `steps` (x units) per component;

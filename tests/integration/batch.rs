@@ -7,8 +7,8 @@ use crate::common;
 use common::setup;
 
 use nanobragg::engine::{Engine, Precision};
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::{Image, RenderOptions};
+use nanobragg::experiment::Experiment;
+use nanobragg::render::{Image, RenderOptions};
 
 const CPU: Engine = Engine::Cpu {
     precision: Precision::F64,

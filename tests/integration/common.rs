@@ -158,8 +158,8 @@ pub fn experiment<S: AsRef<str>>(
     args: &[S],
     hkl: Option<&std::path::Path>,
 ) -> (nanobragg::SimConfig, nanobragg::Experiment) {
-    use nanobragg::cli::{parse_args, Parsed};
     use nanobragg::config::HklSource;
+    use nanobragg::experiment::args::{parse_args, Parsed};
     let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
     let Parsed::Run(mut cfg, _) = parse_args(&args).expect("valid flags") else {
         panic!("the flags ask for no run: {args:?}")
@@ -194,8 +194,8 @@ pub fn setup(flags: &str) -> (nanobragg::SimConfig, nanobragg::Experiment) {
 /// The configuration and resolved experiment of C-style `flags` as given: an `-hkl` file is
 /// read; without one, no `Fdump.bin` of the working directory is.
 pub fn setup_as_given(flags: &str) -> (nanobragg::SimConfig, nanobragg::Experiment) {
-    use nanobragg::cli::{parse_args, Parsed};
     use nanobragg::config::HklSource;
+    use nanobragg::experiment::args::{parse_args, Parsed};
     let args: Vec<&str> = flags.split_whitespace().collect();
     let Parsed::Run(mut cfg, _) = parse_args(&args).expect("valid flags") else {
         panic!("the flags ask for no run: {flags}")

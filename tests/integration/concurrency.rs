@@ -17,9 +17,9 @@ use crate::common;
 use common::f64_device as dev;
 
 use burn::backend::{ndarray::NdArray, Autodiff};
-use nanobragg::derivative::derivative_images;
-use nanobragg::gradient::image_vjp;
-use nanobragg::simulate::RenderOptions;
+use nanobragg::gradients::derivative::derivative_images;
+use nanobragg::gradients::image_vjp;
+use nanobragg::render::RenderOptions;
 use nanobragg::Simulator;
 use std::path::Path;
 
@@ -258,7 +258,7 @@ fn vector_jacobian_products_with_kept_parameters_equal_the_serial_ones() {
 /// alone, bit for bit.
 #[test]
 fn scene_graph_products_with_kept_parameter_tensors_equal_the_serial_ones() {
-    use nanobragg::gradient::scene_graph_vjp;
+    use nanobragg::gradients::scene_graph_vjp;
     use nanobragg::scene::Scene;
     use nanobragg::Params;
     let args = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 \

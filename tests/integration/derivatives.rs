@@ -10,11 +10,12 @@ use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use nanobragg::config::SimConfig;
-use nanobragg::derivative::derivative_images;
-use nanobragg::params::Params;
+use nanobragg::engine::render::render;
+use nanobragg::experiment::Experiment;
+use nanobragg::gradients::derivative::derivative_images;
+use nanobragg::render::{render_scene, RenderOptions};
+use nanobragg::scene::params::Params;
 use nanobragg::scene::Scene;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::{render, render_scene, RenderOptions};
 
 type B = NdArray<f64>;
 type Ad = Autodiff<B>;

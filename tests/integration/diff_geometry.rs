@@ -11,10 +11,10 @@ use common::uniform;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
 use burn::tensor::{backend::Backend, Tensor, TensorData};
+use nanobragg::base::vec3::{add, dot, rotate_axis, rotate_xyz, scale, unitize};
 use nanobragg::config::{Convention, CustomVectors, DetectorConfig, Pivot, Vec3};
 use nanobragg::diff::detector::{detector_in_frame, DetectorFrame, DetectorTensors};
-use nanobragg::geometry::{add, dot, rotate_axis, rotate_xyz, scale, unitize};
-use nanobragg::setup::detector::DetectorGeometry;
+use nanobragg::experiment::detector::DetectorGeometry;
 
 type B = NdArray<f64>;
 type Ad = Autodiff<NdArray<f64>>;
@@ -125,7 +125,7 @@ fn vec3(t: Tensor<B, 1>) -> Vec3 {
 }
 
 /// The detector the setup resolves obeys the geometry the reference describes, checked with the
-/// scalar rotations of `nanobragg::geometry` (not the tensor ones): the basis is the frame's
+/// scalar rotations of `nanobragg::base::vec3` (not the tensor ones): the basis is the frame's
 /// rotated by `R_2θ·Rz·Ry·Rx`; pivot BEAM puts the beam spot (Fbeam, Sbeam) of the convention
 /// (MOSFLM Ybeam + ½px, Xbeam + ½px; DENZO Ybeam, Xbeam; ADXV Xbeam, detsize − Ybeam; else
 /// Xbeam, Ybeam) on the beam at the distance; pivot SAMPLE puts the near point (Fclose, Sclose)

@@ -395,13 +395,13 @@ fn help_lists_every_shot_flag_and_derivative_name() {
         .expect("binary runs");
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(help, nanobragg::cli::usage(), "-h prints the usage text");
+    assert_eq!(help, nanobragg::experiment::args::usage(), "-h prints the usage text");
     let listed = words(&help);
-    let names = nanobragg::components::COMPONENTS.iter().map(|c| c.name);
-    let motions = nanobragg::panels::motion::MOTIONS.iter().map(|m| m.0);
+    let names = nanobragg::config::components::COMPONENTS.iter().map(|c| c.name);
+    let motions = nanobragg::experiment::panels::motion::MOTIONS.iter().map(|m| m.0);
     let missing: Vec<&str> = names
         .chain(motions)
-        .chain(nanobragg::shots::args::SHOT_FLAGS)
+        .chain(nanobragg::app::shots::args::SHOT_FLAGS)
         .filter(|w| !listed.contains(w))
         .collect();
     assert!(missing.is_empty(), "missing from nanobragg -h: {missing:?}");

@@ -60,7 +60,8 @@ fn forward_on_ndarray_f32_equals_the_float_image() {
 
 /// The host's resolution of `args`.
 fn host_experiment(args: &[&str]) -> nanobragg::Experiment {
-    let nanobragg::cli::Parsed::Run(cfg, _) = nanobragg::cli::parse_args(args).unwrap() else {
+    let nanobragg::experiment::args::Parsed::Run(cfg, _) = nanobragg::experiment::args::parse_args(args).unwrap()
+    else {
         panic!("no run")
     };
     nanobragg::Experiment::new(&cfg).unwrap()

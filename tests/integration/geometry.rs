@@ -4,9 +4,9 @@
 
 use crate::common;
 
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::{HklSource, Vec3};
-use nanobragg::setup::Experiment;
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::Experiment;
 
 /// The three numbers after `key` on the first line starting with `key`.
 fn vector_after(log: &str, key: &str) -> Option<Vec3> {

@@ -12,11 +12,11 @@ use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use nanobragg::config::SimConfig;
-use nanobragg::gradient::{image_vjp, ParamGradient};
-use nanobragg::params::Params;
+use nanobragg::experiment::{Experiment, Span};
+use nanobragg::gradients::{image_vjp, ParamGradient};
+use nanobragg::render::{chunk_intensity, RenderOptions};
+use nanobragg::scene::params::Params;
 use nanobragg::scene::Scene;
-use nanobragg::setup::{Experiment, Span};
-use nanobragg::simulate::{chunk_intensity, RenderOptions};
 use std::io::Write;
 
 type B = NdArray<f64>;

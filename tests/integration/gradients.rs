@@ -8,10 +8,11 @@ use common::f64_device as dev;
 
 use burn::backend::ndarray::NdArray;
 use nanobragg::config::SimConfig;
-use nanobragg::params::Params;
+use nanobragg::engine::render::render;
+use nanobragg::experiment::Experiment;
+use nanobragg::render::{render_scene, RenderOptions};
+use nanobragg::scene::params::Params;
 use nanobragg::scene::Scene;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::{render, render_scene, RenderOptions};
 
 type B = NdArray<f64>;
 
@@ -63,10 +64,10 @@ fn differentiable_scene_reproduces_the_host_render() {
 #[test]
 fn interpolation_falls_back_alike_in_render_vjp_and_derivatives() {
     use burn::backend::Autodiff;
-    use nanobragg::derivative::derivative_images;
-    use nanobragg::gradient::image_vjp;
-    use nanobragg::setup::Span;
-    use nanobragg::simulate::chunk_intensity;
+    use nanobragg::experiment::Span;
+    use nanobragg::gradients::derivative::derivative_images;
+    use nanobragg::gradients::image_vjp;
+    use nanobragg::render::chunk_intensity;
     type Ad = Autodiff<B>;
 
     let dir = tempfile::tempdir().unwrap();
@@ -115,7 +116,7 @@ fn interpolation_falls_back_alike_in_render_vjp_and_derivatives() {
 /// workers finishes a span first: repeated runs over many small spans give the same bits.
 #[test]
 fn vjp_sums_are_the_same_every_run() {
-    use nanobragg::gradient::image_vjp;
+    use nanobragg::gradients::image_vjp;
     type Ad = burn::backend::Autodiff<B>;
     let (cfg, exp) = setup(CONFIG);
     let params = Params::<Ad>::new(&cfg, &exp, &dev());

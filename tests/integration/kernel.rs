@@ -12,11 +12,12 @@
 
 use crate::common;
 
+use nanobragg::engine::render::render;
 use nanobragg::engine::{BackendTask, Engine, Precision};
+use nanobragg::experiment::Experiment;
 use nanobragg::kernel;
+use nanobragg::render::{Image, RenderOptions};
 use nanobragg::scene::Scene;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::{render, Image, RenderOptions};
 use nanobragg::PixelKernel;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -75,9 +76,9 @@ fn golden_cases_through_the_kernel_match_c_and_the_tensor_stages() {
     }
     let mut failures = Vec::new();
     for case in common::cases(&dir) {
-        let exp = nanobragg::cli::parse_args(&case.args)
+        let exp = nanobragg::experiment::args::parse_args(&case.args)
             .map(|p| match p {
-                nanobragg::cli::Parsed::Run(mut cfg, _) => {
+                nanobragg::experiment::args::Parsed::Run(mut cfg, _) => {
                     if cfg.crystal.hkl == nanobragg::config::HklSource::FdumpIfPresent {
                         cfg.crystal.hkl = nanobragg::config::HklSource::None;
                     }

@@ -20,7 +20,7 @@ use burn::backend::wgpu::WgpuDevice;
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use nanobragg::engine::{Engine, WgpuFused};
-use nanobragg::simulate::RenderOptions;
+use nanobragg::render::RenderOptions;
 use nanobragg::{Params, Simulator};
 use std::ffi::OsStr;
 use std::path::Path;

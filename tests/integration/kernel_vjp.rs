@@ -17,12 +17,12 @@ use crate::common;
 use common::setup_as_given as setup;
 
 use burn::backend::wgpu::WgpuDevice;
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::HklSource;
 use nanobragg::engine::{Engine, Precision, WgpuFused};
-use nanobragg::gradient::ParamGradient;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::RenderOptions;
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::Experiment;
+use nanobragg::gradients::ParamGradient;
+use nanobragg::render::RenderOptions;
 use proptest::prelude::*;
 
 const FUSED: Engine = Engine::Wgpu { fusion: true };

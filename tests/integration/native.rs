@@ -6,11 +6,11 @@
 
 use crate::common;
 
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::HklSource;
 use nanobragg::engine::{Engine, Precision};
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::RenderOptions;
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::Experiment;
+use nanobragg::render::RenderOptions;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -14,8 +14,8 @@ use common::setup_as_given as setup;
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::{Tensor, TensorData};
 use nanobragg::engine::{Engine, Precision};
-use nanobragg::gradient::ParamGradient;
-use nanobragg::simulate::RenderOptions;
+use nanobragg::gradients::ParamGradient;
+use nanobragg::render::RenderOptions;
 use nanobragg::Simulator;
 use proptest::prelude::*;
 

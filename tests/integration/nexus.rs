@@ -12,7 +12,7 @@
 
 use crate::common;
 
-use nanobragg::geometry::{add, scale};
+use nanobragg::base::vec3::{add, scale};
 use nanobragg::io::cbf::read_cbf;
 use nanobragg::io::nexus::frame::LabToNexus;
 use nanobragg::io::raw::read_float_image;
@@ -257,11 +257,11 @@ fn a_multi_panel_run_writes_one_module_per_panel() {
         .map(String::from)
         .collect();
     args.extend(["-detector_expt".into(), expt.display().to_string()]);
-    let Ok(nanobragg::cli::Parsed::Run(cfg, _)) = nanobragg::cli::parse_args(&args) else {
+    let Ok(nanobragg::experiment::args::Parsed::Run(cfg, _)) = nanobragg::experiment::args::parse_args(&args) else {
         panic!("the flags parse");
     };
     let layout = cfg.detector.panels.clone().expect("a panel file");
-    let panels = nanobragg::panels::custom::panel_configs(&cfg, &layout, "four_tilted.expt").unwrap();
+    let panels = nanobragg::experiment::panels::custom::panel_configs(&cfg, &layout, "four_tilted.expt").unwrap();
     args.extend(["-nonoise", "-floatfile", "all.bin", "-nexusfile", "p.nxs"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     run(dir.path(), &args);

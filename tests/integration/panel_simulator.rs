@@ -104,7 +104,7 @@ fn panel_simulator_motion_gradients_match_derivative_images_and_differences() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let device = common::f64_device();
-    let names = nanobragg::panels::motion::MOTIONS.map(|(name, _)| name);
+    let names = nanobragg::experiment::panels::motion::MOTIONS.map(|(name, _)| name);
     let w = common::uniform(4 * N, 0.5, 1.5, 7);
     for (grouping, groups) in [("panels", 4), ("all", 1)] {
         let sim = simulator::<Ad>(grouping, &device);

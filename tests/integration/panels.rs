@@ -96,14 +96,14 @@ fn cspad_as_geom_and_as_expt_match_c_per_panel() {
 }
 
 /// The detector of MOSFLM flags, resolved by the library.
-fn flag_detector(flags: &str) -> nanobragg::setup::DetectorGeometry {
+fn flag_detector(flags: &str) -> nanobragg::experiment::DetectorGeometry {
     let a = args(&[CRYSTAL, flags]);
     common::experiment(&a, None).1.detector
 }
 
 /// A one-panel DIALS experiment list for a panel given in nanobragg's MOSFLM frame (m):
 /// DIALS (x, y, z) = run (z, y, −x), in mm.
-fn one_panel_expt(d: &nanobragg::setup::DetectorGeometry) -> String {
+fn one_panel_expt(d: &nanobragg::experiment::DetectorGeometry) -> String {
     let dials = |v: [f64; 3], s: f64| format!("[{:e}, {:e}, {:e}]", v[2] * s, v[1] * s, -v[0] * s);
     format!(
         r#"{{"__id__": "ExperimentList", "experiment": [{{"beam": 0, "detector": 0}}],
@@ -121,7 +121,7 @@ fn one_panel_expt(d: &nanobragg::setup::DetectorGeometry) -> String {
 }
 
 /// The same panel as a CrystFEL geometry file: CrystFEL (x, y, z) = run (z, −y, x).
-fn one_panel_geom(d: &nanobragg::setup::DetectorGeometry) -> String {
+fn one_panel_geom(d: &nanobragg::experiment::DetectorGeometry) -> String {
     let res = 1.0 / d.pixel_size;
     let cf = |v: [f64; 3]| [v[2], -v[1], v[0]];
     let (fs, ss, o) = (cf(d.fdet), cf(d.sdet), cf(d.pix0));
@@ -159,13 +159,13 @@ fn a_flat_panel_file_renders_as_the_detector_given_by_flags() {
         // bit-identical to the panel's own CUSTOM flags, as the library derives them for C
         let path = dir.path().join(file);
         let layout = match flag {
-            "-geom" => nanobragg::panels::geom::read_geom(&path),
-            _ => nanobragg::panels::expt::read_expt(&path),
+            "-geom" => nanobragg::io::panels::geom::read_geom(&path),
+            _ => nanobragg::io::panels::expt::read_expt(&path),
         }
         .unwrap();
-        let pc = nanobragg::panels::custom::panel_configs(&cfg, &layout, "test").unwrap();
+        let pc = nanobragg::experiment::panels::custom::panel_configs(&cfg, &layout, "test").unwrap();
         let mut a = args(&[CRYSTAL, "-floatfile by_custom.bin"]);
-        a.extend(nanobragg::panels::custom::panel_flags(&pc[0].detector));
+        a.extend(nanobragg::experiment::panels::custom::panel_flags(&pc[0].detector));
         ok(&run(dir.path(), &a));
         assert!(
             got == common::read_f32(&dir.path().join("by_custom.bin")),
@@ -481,7 +481,7 @@ fn panel_and_group_motions_match_central_differences() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let n = 32 * 24;
-    let names = nanobragg::panels::motion::MOTIONS.map(|(name, _)| name);
+    let names = nanobragg::experiment::panels::motion::MOTIONS.map(|(name, _)| name);
     // (grouping, the groups to check as member lists)
     let cases: [(&str, Vec<Vec<usize>>); 2] = [("panels", vec![vec![1], vec![3]]), ("all", vec![vec![0, 1, 2, 3]])];
     for (grouping, groups) in cases {
@@ -517,14 +517,14 @@ fn panel_and_group_motions_match_central_differences() {
 }
 
 /// The CRYSTAL run on `four_tilted.expt` as a configuration, and its layout.
-pub(crate) fn four_tilted_config() -> (nanobragg::SimConfig, nanobragg::panels::PanelLayout) {
+pub(crate) fn four_tilted_config() -> (nanobragg::SimConfig, nanobragg::io::panels::PanelLayout) {
     let mut a = args(&[CRYSTAL]);
     a.extend([
         "-detector_expt".to_string(),
         fixture("four_tilted.expt").display().to_string(),
     ]);
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let nanobragg::cli::Parsed::Run(cfg, _) = nanobragg::cli::parse_args(&a).unwrap() else {
+    let nanobragg::experiment::args::Parsed::Run(cfg, _) = nanobragg::experiment::args::parse_args(&a).unwrap() else {
         panic!()
     };
     let layout = cfg.detector.panels.clone().unwrap();
@@ -536,7 +536,7 @@ pub(crate) type Ad = burn::backend::Autodiff<burn::backend::ndarray::NdArray<f64
 /// A panel objective over `motions` of the `grouping`, against `observed`.
 fn panel_objective<'a>(
     cfg: &'a nanobragg::SimConfig,
-    layout: &nanobragg::panels::PanelLayout,
+    layout: &nanobragg::io::panels::PanelLayout,
     grouping: &str,
     motions: &[(usize, usize)],
     observed: &'a [f32],

@@ -4,11 +4,11 @@
 
 use crate::common;
 
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::HklSource;
 use nanobragg::engine::Engine;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::RenderOptions;
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::Experiment;
+use nanobragg::render::RenderOptions;
 
 #[test]
 fn every_golden_case_matches_c() {

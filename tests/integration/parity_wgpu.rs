@@ -8,12 +8,12 @@
 
 use crate::common;
 
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::HklSource;
 use nanobragg::engine::Engine;
-use nanobragg::output::Statistics;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::RenderOptions;
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::Experiment;
+use nanobragg::render::output::Statistics;
+use nanobragg::render::RenderOptions;
 use std::time::Instant;
 
 fn every_golden_case(engine: Engine) {

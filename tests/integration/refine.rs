@@ -7,10 +7,10 @@ use crate::common;
 use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;
 use common::f64_device as dev;
-use nanobragg::cli::{parse_args, Parsed};
-use nanobragg::noise::PoissonNoise;
+use nanobragg::experiment::args::{parse_args, Parsed};
 use nanobragg::refine::uncertainty::{poisson_fisher, standard_errors};
 use nanobragg::refine::{Adam, ImageObjective, Lbfgs, Loss, Objective, Optimizer, Selection};
+use nanobragg::render::noise::PoissonNoise;
 use nanobragg::{Experiment, SimConfig};
 
 type Ad = Autodiff<NdArray<f64>>;
@@ -65,7 +65,7 @@ fn observed(cfg: &SimConfig, exp: &Experiment, seed: i64) -> Vec<f32> {
 #[test]
 fn selection_reads_writes_and_rejects() {
     let (cfg, exp) = config();
-    let params = nanobragg::params::Params::<NdArray<f64>>::new(&cfg, &exp, &dev());
+    let params = nanobragg::scene::params::Params::<NdArray<f64>>::new(&cfg, &exp, &dev());
     let sel = Selection::named(&LABELS, &params).unwrap();
     let x = sel.read(&params).unwrap();
     // CLI units: the flags' values
@@ -90,7 +90,7 @@ fn selection_reads_writes_and_rejects() {
 fn objective_gradient_matches_central_differences() {
     let (cfg, exp) = config();
     let obs = observed(&cfg, &exp, 3);
-    let base = nanobragg::params::Params::<NdArray<f64>>::new(&cfg, &exp, &dev());
+    let base = nanobragg::scene::params::Params::<NdArray<f64>>::new(&cfg, &exp, &dev());
     let sel = Selection::named(&LABELS, &base).unwrap();
     let x0 = sel.x_from_display(&start(&sel.display(&sel.read(&base).unwrap())));
     let mut f = ImageObjective::<Ad>::new(&cfg, &exp, sel, &obs, Loss::default(), &dev());
@@ -167,7 +167,7 @@ where
     B::InnerBackend: nanobragg::PixelKernel,
 {
     let (cfg, exp) = (f.cfg, f.exp);
-    let base = nanobragg::params::Params::<NdArray<f64>>::new(cfg, exp, &dev());
+    let base = nanobragg::scene::params::Params::<NdArray<f64>>::new(cfg, exp, &dev());
     let sel = Selection::named(&LABELS, &base).unwrap();
     f.selection = sel.clone();
     let x_true = sel.read(&base).unwrap();
@@ -213,7 +213,7 @@ where
 fn adam_makes_progress() {
     let (cfg, exp) = config();
     let obs = observed(&cfg, &exp, 2);
-    let base = nanobragg::params::Params::<NdArray<f64>>::new(&cfg, &exp, &dev());
+    let base = nanobragg::scene::params::Params::<NdArray<f64>>::new(&cfg, &exp, &dev());
     let sel = Selection::named(&LABELS, &base).unwrap();
     let x_true = sel.read(&base).unwrap();
     let x0 = sel.x_from_display(&start(&sel.display(&x_true)));

@@ -4,8 +4,8 @@
 
 use crate::common;
 
-use nanobragg::geometry::rotate_xyz;
-use nanobragg::shots::list::{parse_shot_list, random_shots, validate};
+use nanobragg::app::shots::list::{parse_shot_list, random_shots, validate};
+use nanobragg::base::vec3::rotate_xyz;
 use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -284,7 +284,7 @@ fn assert_manifest_intact(dir: &Path, manifest: &Path) -> Vec<u64> {
                     .next()
                     .unwrap()
                     .to_string(),
-                _ => nanobragg::shots::manifest::sha256_hex(&bytes),
+                _ => nanobragg::app::shots::manifest::sha256_hex(&bytes),
             };
             assert_eq!(got, want, "{}", p.display());
         }
@@ -507,8 +507,8 @@ fn a_bad_shot_list_fails_before_rendering_naming_line_and_key() {
 }
 
 fn base_cfg() -> nanobragg::SimConfig {
-    match nanobragg::cli::parse_args(&base()).unwrap() {
-        nanobragg::cli::Parsed::Run(c, _) => *c,
+    match nanobragg::experiment::args::parse_args(&base()).unwrap() {
+        nanobragg::experiment::args::Parsed::Run(c, _) => *c,
         _ => unreachable!(),
     }
 }
@@ -570,7 +570,7 @@ proptest! {
     #[test]
     fn unknown_keys_are_named(key in "[a-z_]{1,12}", line in 0usize..5) {
         prop_assume!(!GOOD.iter().any(|(g, _)| *g == key));
-        let unknown = matches!(nanobragg::cli::parse_args(&[format!("-{key}")]), Err(nanobragg::Error::UnknownFlag(_)));
+        let unknown = matches!(nanobragg::experiment::args::parse_args(&[format!("-{key}")]), Err(nanobragg::Error::UnknownFlag(_)));
         prop_assume!(unknown);
         let mut text = "{\"phi\": 1}\n".repeat(line);
         text.push_str(&format!("{{\"{key}\": 1}}\n"));
@@ -680,8 +680,8 @@ fn random_orientations_are_uniform_over_so3() {
         .map(|c| {
             let (z, phi, angle) = (2.0 * c[0] - 1.0, 2.0 * pi * c[1], pi * c[2]);
             let r = (1.0 - z * z).sqrt();
-            let m = nanobragg::geometry::axis_rotation([r * phi.cos(), r * phi.sin(), z], angle);
-            nanobragg::rng::umat_to_misset(&m).map(f64::to_degrees)
+            let m = nanobragg::base::vec3::axis_rotation([r * phi.cos(), r * phi.sin(), z], angle);
+            nanobragg::base::rng::umat_to_misset(&m).map(f64::to_degrees)
         })
         .collect();
     let (_, _, omega_n) = orientation_statistics(&naive);

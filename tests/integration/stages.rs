@@ -9,8 +9,8 @@ use common::uniform;
 
 use burn::backend::ndarray::NdArray;
 use burn::tensor::{Tensor, TensorData};
+use nanobragg::base::vec3::{cross, dot, norm, rotate_axis, unitize};
 use nanobragg::config::CrystalShape;
-use nanobragg::geometry::{cross, dot, norm, rotate_axis, unitize};
 use nanobragg::physics::detector::{
     capture_fraction, curved_positions, diffracted_directions, pixel_positions, solid_angle,
 };

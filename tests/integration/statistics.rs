@@ -8,12 +8,12 @@ use crate::common;
 
 use burn::backend::ndarray::NdArray;
 use burn::tensor::{Tensor, TensorData};
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::HklSource;
 use nanobragg::engine::Engine;
-use nanobragg::output::{int_scale, Statistics};
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::RenderOptions;
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::Experiment;
+use nanobragg::render::output::{int_scale, Statistics};
+use nanobragg::render::RenderOptions;
 
 /// The numbers after `key` on the first line starting with `key`.
 fn numbers_after(log: &str, key: &str) -> Vec<f64> {

@@ -2,12 +2,12 @@
 //! tensor engine: the traced value must equal the rendered pixel, for configurations that
 //! exercise every stage.
 
-use nanobragg::cli::{parse_args, Parsed};
 use nanobragg::config::HklSource;
 use nanobragg::engine::Engine;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::RenderOptions;
-use nanobragg::trace::trace_pixel;
+use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::experiment::Experiment;
+use nanobragg::render::trace::trace_pixel;
+use nanobragg::render::RenderOptions;
 
 fn experiment(args: &str) -> Experiment {
     let args: Vec<&str> = args.split_whitespace().collect();

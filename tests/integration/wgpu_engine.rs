@@ -10,10 +10,10 @@ use common::setup;
 
 use nanobragg::config::SimConfig;
 use nanobragg::engine::{BackendTask, Engine, Precision};
-use nanobragg::params::Params;
+use nanobragg::experiment::Experiment;
+use nanobragg::render::RenderOptions;
+use nanobragg::scene::params::Params;
 use nanobragg::scene::to_host;
-use nanobragg::setup::Experiment;
-use nanobragg::simulate::RenderOptions;
 use std::process::{Command, Output};
 
 /// The small configuration of `tests/gradients.rs`: triclinic, misset, mosaic crystal on a

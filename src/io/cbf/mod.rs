@@ -51,7 +51,7 @@ pub mod header;
 pub use byte_offset::{byte_offset_decode, byte_offset_encode, byte_offset_encode_from};
 pub use header::{CbfHeader, DEFAULT_HEADER_CONVENTION};
 
-use crate::error::Error;
+use crate::base::error::Error;
 use crate::io::atomic::write_atomic_with;
 use header::pilatus_pair;
 use md5::{Digest, Md5};
@@ -437,7 +437,13 @@ pub fn parse_cbf(bytes: &[u8]) -> Result<CbfImage, CbfError> {
 ///
 /// Bad input (pixel count, header values) is an error naming `path` before anything is
 /// created; so is a failed write, which leaves no file behind.
-pub fn write_cbf(path: &Path, header: &CbfHeader, data: &[i32], fast: usize, slow: usize) -> crate::error::Result<()> {
+pub fn write_cbf(
+    path: &Path,
+    header: &CbfHeader,
+    data: &[i32],
+    fast: usize,
+    slow: usize,
+) -> crate::base::error::Result<()> {
     write_cbf_from(path, header, data.iter().copied(), fast, slow)
 }
 
@@ -449,7 +455,7 @@ pub fn write_cbf_from(
     data: impl IntoIterator<Item = i32>,
     fast: usize,
     slow: usize,
-) -> crate::error::Result<()> {
+) -> crate::base::error::Result<()> {
     let (compressed, pixels) = byte_offset_encode_from(data);
     check_image(header, pixels, fast, slow).map_err(|e| Error::io(path, e))?;
     write_atomic_with(path, &mut |w| write_compressed(w, header, &compressed, fast, slow))
@@ -457,7 +463,7 @@ pub fn write_cbf_from(
 
 /// Reads the miniCBF file at `path` ([`parse_cbf`]). A file that cannot be read is an
 /// [`Error::Io`], a malformed one an [`Error::Parse`], both naming `path`.
-pub fn read_cbf(path: &Path) -> crate::error::Result<CbfImage> {
+pub fn read_cbf(path: &Path) -> crate::base::error::Result<CbfImage> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     parse_cbf(&bytes).map_err(|e| Error::parse(path, None, e.to_string()))
 }

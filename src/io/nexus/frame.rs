@@ -1,6 +1,6 @@
 //! The lab → NeXus frame, and the inverse of the detector's rotations (the vector helpers and
-//! the rotations themselves are the crate's own, [`crate::geometry`]).
-pub use crate::geometry::{add, cross, dot, norm, rotate_axis, rotate_xyz, scale};
+//! the rotations themselves are the crate's own, [`crate::base::vec3`]).
+pub use crate::base::vec3::{add, cross, dot, norm, rotate_axis, rotate_xyz, scale};
 
 use super::Vec3;
 

@@ -28,13 +28,12 @@
 //! openable without `swmr=True`.
 pub mod chain;
 pub mod error;
-pub mod experiment;
 pub mod frame;
 pub mod recover;
 pub mod writer;
 
 pub use error::NxError;
-pub use experiment::{create_stack, write_nexus_image, write_nexus_panels};
+
 pub use writer::NxmxWriter;
 
 /// A 3-vector (lab or NeXus frame, metres or unitless).

@@ -20,12 +20,12 @@ pub mod vjp;
 
 pub use real::Real;
 
-use crate::error::Result;
-use crate::image::Image;
+use crate::base::error::Result;
+use crate::experiment::Experiment;
 use crate::kernel::{HostImage, PixelJob};
+use crate::render::image::Image;
+use crate::render::RenderOptions;
 use crate::scene::Scene;
-use crate::setup::Experiment;
-use crate::simulate::RenderOptions;
 use inputs::Inputs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -141,7 +141,7 @@ fn render_rows<F: Real, T: Real>(
     let total = rows.len() * inp.cols.len();
     let sums: Mutex<Vec<Option<RowSums>>> = Mutex::new((0..rows.len()).map(|_| None).collect());
     let threads = opts.threads.clamp(1, rows.len().max(1));
-    crate::workers::run(threads, || loop {
+    crate::base::workers::run(threads, || loop {
         let slow = next.fetch_add(1, Ordering::Relaxed);
         if slow >= rows.end {
             break;

@@ -20,7 +20,7 @@
 use super::adjoint::{self, add3, CellFactor, LatticePartials, Ray};
 use super::inputs::{Inputs, Row, Source, V3};
 use super::pixel::{self as forward, counted, dot, miller_index, scaled, sum3, tricubic_out_of_range};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::kernel::layout as at;
 use crate::kernel::PixelJob;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -60,7 +60,7 @@ pub fn job_vjp(job: &PixelJob, weights: &[f64], grid: bool, threads: usize, budg
     let bound = |c: usize| rows.start + rows.len() * c / chunks;
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<Option<ChunkSums>>> = Mutex::new(vec![None; chunks]);
-    crate::workers::run(threads.clamp(1, chunks), || {
+    crate::base::workers::run(threads.clamp(1, chunks), || {
         let mut later = Vec::new();
         loop {
             let c = next.fetch_add(1, Ordering::Relaxed);
@@ -111,7 +111,7 @@ pub fn job_derivatives(job: &PixelJob, tangents: &[f64], n: usize, threads: usiz
     let switch = switch_pixel(job);
     let out = Mutex::new(vec![0.0; n * pixels]);
     let next = AtomicUsize::new(inp.rows.start);
-    crate::workers::run(threads.clamp(1, inp.rows.len().max(1)), || {
+    crate::base::workers::run(threads.clamp(1, inp.rows.len().max(1)), || {
         let (mut acc, mut later) = (vec![0.0; width], Vec::new());
         let mut row = vec![0.0; n * inp.cols.len()];
         loop {

@@ -6,8 +6,8 @@
 //! The integration tests include this file too (`tests/integration/fuzz_replay.rs`) and replay
 //! the corpus in `fixtures/fuzz/<target>/` through the same functions on every test run.
 
-use nanobragg::cli::{parse_args, Parsed, RunOptions};
 use nanobragg::config::{HklSource, SimConfig};
+use nanobragg::experiment::args::{parse_args, Parsed, RunOptions};
 use nanobragg::Experiment;
 use std::path::PathBuf;
 
@@ -157,7 +157,7 @@ fn panels(flag: &str, name: &str, data: &[u8]) {
     for g in layout.grouping_names() {
         let _ = layout.grouping(&g);
     }
-    if let Ok(configs) = nanobragg::panels::custom::panel_configs(&cfg, layout, flag) {
+    if let Ok(configs) = nanobragg::experiment::panels::custom::panel_configs(&cfg, layout, flag) {
         for pc in configs.iter().take(4) {
             set_up(pc);
         }
@@ -178,7 +178,7 @@ pub fn expt(data: &[u8]) {
 pub fn shots(data: &[u8]) {
     let path = scratch("shots.jsonl", data);
     if let Some((cfg, opts)) = tiny_run(&[]) {
-        let _ = nanobragg::shots::list::read_shot_list(&path, 0, &cfg, opts);
+        let _ = nanobragg::app::shots::list::read_shot_list(&path, 0, &cfg, opts);
     }
 }
 
@@ -186,9 +186,9 @@ pub fn shots(data: &[u8]) {
 /// them.
 pub fn manifest(data: &[u8]) {
     let path = scratch("manifest.jsonl", data);
-    if let Ok(Some(loaded)) = nanobragg::shots::manifest::read_manifest(&path) {
+    if let Ok(Some(loaded)) = nanobragg::app::shots::manifest::read_manifest(&path) {
         for r in loaded.records.iter().take(16) {
-            let _ = nanobragg::shots::manifest::verify_files(&path, &r.head);
+            let _ = nanobragg::app::shots::manifest::verify_files(&path, &r.head);
         }
     }
 }

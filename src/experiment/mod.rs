@@ -1,0 +1,583 @@
+//! Host-side setup: everything the C program resolves before its pixel loop, in its order.
+//!
+//! [`Experiment::new`] turns a [`SimConfig`] (what the user asked for) into resolved, derived
+//! quantities in f64: detector geometry, sampling counts, crystal vectors, sources, mosaic
+//! rotations, structure factors. Nothing here is differentiated; the physics stages take it
+//! from here as tensors.
+
+pub mod args;
+pub mod crystal;
+pub mod detector;
+pub mod panels;
+pub mod pixels;
+pub mod resources;
+pub mod sampling;
+pub mod sources;
+
+use crate::base::error::{Error, Result};
+use crate::base::vec3::{norm, Mat3};
+use crate::config::{CrystalShape, HklSource, Roi, SimConfig};
+use crate::io::hkl::HklGrid;
+pub use crystal::CrystalLattice;
+pub use detector::DetectorGeometry;
+pub use pixels::{ActivePixels, RoiRect, Span, Spans};
+pub use sampling::Sweep;
+pub use sources::Source;
+
+/// Classical electron radius squared (m²).
+pub const R_E_SQR: f64 = 7.94079248018965e-30;
+/// Avogadro's number (1/mol).
+pub const AVOGADRO: f64 = 6.02214179e23;
+/// Forward structure factor and molar mass (g/mol) of water, for the background.
+pub const WATER_F: f64 = 2.57;
+pub const WATER_MW: f64 = 18.0;
+/// The water background I_bg per unit fluence and cubic metre of water:
+/// F_w²·r_e²·10⁶·N_A/M_w (C's formula; I_bg = this · fluence · water size³).
+pub const WATER_BACKGROUND: f64 = WATER_F * WATER_F * R_E_SQR * 1e6 * AVOGADRO / WATER_MW;
+
+/// Structure factors: a dense HKL grid (if any) and the value outside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructureFactors {
+    pub grid: Option<HklGrid>,
+    pub default_f: f64,
+    /// Tricubic interpolation (C's rules applied; off when there is no grid).
+    pub interpolate: bool,
+}
+
+/// Sensor layers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sensor {
+    /// Total thickness (m) and layer step (m).
+    pub thickness: f64,
+    pub layers: usize,
+    pub step: f64,
+    /// Attenuation coefficient (1/m).
+    pub mu: f64,
+}
+
+/// Everything resolved on the host, ready for the physics stages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Experiment {
+    pub detector: DetectorGeometry,
+    pub sensor: Sensor,
+    /// Sub-pixels per axis, and the automatic recommendation.
+    pub oversample: usize,
+    pub recommended_oversample: usize,
+    pub oversample_thick: bool,
+    pub oversample_polar: bool,
+    pub oversample_omega: bool,
+    /// Inclusive pixel bounds (fast = x, slow = y).
+    pub roi: Roi,
+    /// Mask (fast-major), 0 = skip.
+    pub mask: Option<Vec<u16>>,
+    pub lattice: CrystalLattice,
+    /// Unit cells along a, b, c.
+    pub n_cells: [f64; 3],
+    pub shape: CrystalShape,
+    pub fudge: f64,
+    /// Spindle start and step (rad), step count, oscillation (rad).
+    pub phi0: f64,
+    pub phi: Sweep,
+    /// Mosaic spread (rad) and one rotation per domain (domain 0 is the identity).
+    pub mosaic_spread: f64,
+    pub mosaic_umats: Vec<Mat3>,
+    pub sources: Vec<Source>,
+    pub hdiv: Sweep,
+    pub vdiv: Sweep,
+    pub disp: Sweep,
+    pub lambda0: f64,
+    pub structure_factors: StructureFactors,
+    /// Kahn factor, and whether polarization is off.
+    pub polarization: f64,
+    pub nopolar: bool,
+    pub fluence: f64,
+    pub flux: f64,
+    pub exposure: f64,
+    pub beamsize: f64,
+    /// Resolution cut (m), 0 = off.
+    pub dmin: f64,
+    pub water_size: f64,
+    /// Water background added to every pixel's accumulator (photons/sr before scaling).
+    pub i_bg: f64,
+    /// sources · domains · φ steps · oversample².
+    pub steps: usize,
+    /// Warnings C would print.
+    pub warnings: Vec<String>,
+}
+
+impl Experiment {
+    /// Resolve a configuration. `structure_factors` loads the HKL file or `Fdump.bin`.
+    pub fn new(cfg: &SimConfig) -> Result<Self> {
+        let sf = load_structure_factors(cfg)?;
+        Self::with_structure_factors(cfg, sf)
+    }
+
+    /// Resolve a configuration with an already-loaded HKL grid (or none).
+    pub fn with_structure_factors(cfg: &SimConfig, grid: Option<HklGrid>) -> Result<Self> {
+        let mut warnings = Vec::new();
+        let (beam_cfg, xtal_cfg, samp) = (&cfg.beam, &cfg.crystal, &cfg.sampling);
+        let lambda0 = beam_cfg.lambda0;
+        if !(lambda0 > 0.0 && lambda0.is_finite()) {
+            return Err(Error::flag("-lambda", "wavelength must be positive"));
+        }
+        let has_data = grid.as_ref().is_some_and(|g| g.entries > 0);
+        if !has_data && xtal_cfg.default_f == 0.0 {
+            return Err(Error::Config(
+                "no structure factors: give -hkl FILE, keep an Fdump.bin in the working directory, or set -default_F"
+                    .into(),
+            ));
+        }
+
+        // fluence from flux, sample clipped by the beam
+        let mut fluence = beam_cfg.fluence;
+        let (flux, exposure, beamsize) = (beam_cfg.flux, beam_cfg.exposure, beam_cfg.beamsize);
+        if flux != 0.0 && exposure > 0.0 && beamsize >= 0.0 {
+            if beamsize == 0.0 {
+                return Err(Error::flag(
+                    "-beamsize",
+                    "a zero beam size with -flux gives an infinite fluence",
+                ));
+            }
+            fluence = flux * exposure / (beamsize * beamsize);
+        }
+        let (mut sample_y, mut sample_z) = (xtal_cfg.sample_y, xtal_cfg.sample_z);
+        if beamsize >= 0.0 {
+            if beamsize < sample_y {
+                warnings.push(format!("clipping sample ({sample_y} m high) with beam ({beamsize} m)"));
+                sample_y = beamsize;
+            }
+            if beamsize < sample_z {
+                warnings.push(format!("clipping sample ({sample_z} m wide) with beam ({beamsize} m)"));
+                sample_z = beamsize;
+            }
+        }
+        let flux = if exposure > 0.0 {
+            fluence / exposure * beamsize * beamsize
+        } else {
+            flux
+        };
+
+        let detector = DetectorGeometry::new(&cfg.detector)?;
+        let roi = resolve_roi(cfg, &detector, &mut warnings)?;
+        let mask = match &cfg.detector.mask {
+            Some(m) if m.len() != detector.pixels() => {
+                return Err(Error::flag(
+                    "-mask",
+                    format!("mask has {} pixels but the detector has {}", m.len(), detector.pixels()),
+                ))
+            }
+            m => m.clone(),
+        };
+
+        // sampling
+        let phi = sampling::phi_sweep(xtal_cfg.phisteps, xtal_cfg.osc, xtal_cfg.phistep);
+        let hdiv = sampling::spread_sweep(beam_cfg.hdivsteps, beam_cfg.hdivrange, beam_cfg.hdivstep);
+        let vdiv = sampling::spread_sweep(beam_cfg.vdivsteps, beam_cfg.vdivrange, beam_cfg.vdivstep);
+        let disp = sampling::spread_sweep(beam_cfg.dispsteps, Some(beam_cfg.dispersion), None);
+        let det = &cfg.detector;
+        let thick = sampling::thickness_sweep(det.thicksteps, det.thickness, det.thickstep);
+        let mut mu = det.mu.unwrap_or(-1.0);
+        if thick.range > 0.0 && mu < 0.0 {
+            mu = 1.0 / thick.range;
+            warnings.push(format!("setting detector attenuation depth to {mu} m"));
+        }
+        let sensor = Sensor {
+            thickness: thick.range,
+            layers: thick.count,
+            step: thick.step,
+            mu,
+        };
+        if let Some(spread) = xtal_cfg.mosaic_spread {
+            // C draws the domains with the spread as a float: beyond its range every rotation is NaN
+            if spread > 0.0 && !(spread as f32).is_finite() {
+                return Err(Error::flag(
+                    "-mosaic",
+                    format!(
+                        "a spread of {} degrees overflows the single precision C draws domains in",
+                        crate::base::cfmt::fmt_g(spread.to_degrees())
+                    ),
+                ));
+            }
+        }
+        let (domains, mosaic_spread, mosaic_warning) =
+            sampling::mosaic_domains(xtal_cfg.mosaic_domains, xtal_cfg.mosaic_spread);
+        warnings.extend(mosaic_warning.map(String::from));
+
+        // interpolation: C decides from the N given on the command line, before N is final
+        let interpolate = match xtal_cfg.interpolate {
+            Some(on) => on,
+            None => xtal_cfg.na <= 2.0 || xtal_cfg.nb <= 2.0 || xtal_cfg.nc <= 2.0,
+        } && has_data;
+
+        let lattice = CrystalLattice::new(xtal_cfg, lambda0)?;
+        let n_from = |size: f64, n: f64, v: &[f64; 3]| {
+            let n = if size > 0.0 { (size / norm(*v)).ceil() } else { n };
+            if n <= 1.0 {
+                1.0
+            } else {
+                n
+            }
+        };
+        let n_cells = [
+            n_from(xtal_cfg.sample_x, xtal_cfg.na, &lattice.a),
+            n_from(sample_y, xtal_cfg.nb, &lattice.b),
+            n_from(sample_z, xtal_cfg.nc, &lattice.c),
+        ];
+        let xtal_max = [
+            norm(lattice.a) * n_cells[0],
+            norm(lattice.b) * n_cells[1],
+            norm(lattice.c) * n_cells[2],
+        ]
+        .into_iter()
+        .fold(0.0, f64::max);
+        let reciprocal_pixel = lambda0 * detector.distance / detector.pixel_size;
+        // C stores this in an int: a non-finite value (beam parallel to the detector, distance 0)
+        // becomes negative there and falls back to 1
+        let ratio = (3.0 * xtal_max / reciprocal_pixel).ceil();
+        let recommended = if ratio.is_finite() && ratio >= 1.0 && ratio <= i32::MAX as f64 {
+            ratio as usize
+        } else {
+            1
+        };
+        let oversample = match samp.oversample {
+            Some(n) if n > 0 => n as usize,
+            _ => recommended.min(MAX_AUTO_OVERSAMPLE),
+        };
+        if oversample < recommended && samp.oversample.is_none_or(|n| n <= 0) {
+            warnings.push(format!(
+                "maximum dimension of sample is {} A but reciprocal pixel size is {} A: C would oversample {recommended}x{recommended}; automatic oversampling stops at {MAX_AUTO_OVERSAMPLE} (give -oversample {recommended} for C's choice)",
+                crate::base::cfmt::fmt_g(xtal_max * 1e10),
+                crate::base::cfmt::fmt_g(reciprocal_pixel * 1e10)
+            ));
+        } else if oversample < recommended {
+            warnings.push(format!(
+                "maximum dimension of sample is {} A but reciprocal pixel size is {} A: recommend -oversample {recommended}",
+                crate::base::cfmt::fmt_g(xtal_max * 1e10),
+                crate::base::cfmt::fmt_g(reciprocal_pixel * 1e10)
+            ));
+        }
+
+        let divergence_points = hdiv.count.saturating_mul(vdiv.count);
+        resources::check(&resources::Demand {
+            pixels: detector.pixels(),
+            sources: match &beam_cfg.sources {
+                Some(rows) => rows.len(),
+                None => divergence_points.saturating_mul(disp.count),
+            },
+            source_file: beam_cfg.sources.is_some(),
+            divergence_points,
+            wavelengths: disp.count,
+            phi_steps: phi.count,
+            domains,
+            oversample,
+            oversample_given: samp.oversample.is_some_and(|n| n > 0),
+            layers: sensor.layers,
+            all_orientations: samp.oversample_thick || samp.oversample_polar || samp.oversample_omega || interpolate,
+            threads: crate::base::threads::default_count(),
+        })?;
+
+        let sources = match &beam_cfg.sources {
+            Some(rows) => sources::from_rows(rows, detector.beam, lambda0)?,
+            None => sources::generate(
+                detector.beam,
+                detector.polar,
+                lambda0,
+                hdiv,
+                vdiv,
+                beam_cfg.round_div,
+                disp,
+            ),
+        };
+        if sources.is_empty() {
+            return Err(Error::flag(
+                DIVERGENCE_FLAGS,
+                "no source survives the elliptical trimming of the divergence grid (-square_div keeps its corners)",
+            ));
+        }
+        check_wavelengths(&sources, lambda0, beam_cfg.sources.is_some(), &lattice)?;
+
+        if Vec::<Mat3>::new().try_reserve_exact(domains).is_err() {
+            return Err(Error::flag(
+                MOSAIC_DOMAINS_FLAGS,
+                format!("cannot allocate {domains} mosaic domains"),
+            ));
+        }
+        let mosaic_umats = crate::diff::mosaic::mosaic_matrices(mosaic_spread, domains, xtal_cfg.mosaic_seed);
+
+        let water_size = samp.water_size;
+        let i_bg = fluence * water_size.powi(3) * WATER_BACKGROUND;
+        check_intensity_factors(fluence, i_bg, xtal_cfg.default_f, grid.as_ref())?;
+        let cells: f64 = n_cells.iter().product();
+        if !(cells * cells).is_finite() {
+            return Err(Error::flag(
+                N_FLAGS,
+                format!(
+                    "{} x {} x {} unit cells: the lattice factor's peak (Na·Nb·Nc)² overflows double precision",
+                    crate::base::cfmt::fmt_g(n_cells[0]),
+                    crate::base::cfmt::fmt_g(n_cells[1]),
+                    crate::base::cfmt::fmt_g(n_cells[2])
+                ),
+            ));
+        }
+        // representable: resources::check bounded every factor
+        let steps = [domains, phi.count, oversample, oversample]
+            .iter()
+            .fold(sources.len(), |acc, &n| acc.saturating_mul(n));
+
+        Ok(Self {
+            detector,
+            sensor,
+            oversample,
+            recommended_oversample: recommended,
+            oversample_thick: samp.oversample_thick,
+            oversample_polar: samp.oversample_polar,
+            oversample_omega: samp.oversample_omega,
+            roi,
+            mask,
+            lattice,
+            n_cells,
+            shape: xtal_cfg.shape,
+            fudge: xtal_cfg.fudge,
+            phi0: xtal_cfg.phi0,
+            phi,
+            mosaic_spread,
+            mosaic_umats,
+            sources,
+            hdiv,
+            vdiv,
+            disp,
+            lambda0,
+            structure_factors: StructureFactors {
+                grid,
+                default_f: xtal_cfg.default_f,
+                interpolate,
+            },
+            polarization: beam_cfg.polarization,
+            nopolar: beam_cfg.nopolar,
+            fluence,
+            flux,
+            exposure,
+            beamsize,
+            dmin: samp.dmin,
+            water_size,
+            i_bg,
+            steps,
+            warnings,
+        })
+    }
+
+    /// Whether `other` can be rendered in one batch with this experiment
+    /// ([`crate::scene::Scene::batch`]): everything equal but the crystal's orientation (misset
+    /// or matrix, φ start, mosaic domains) and the fluence, with the same number of orientations,
+    /// and neither order-dependent rule of C in play (`-oversample_thick/polar/omega` running
+    /// products, tricubic interpolation's switch to nearest neighbour), which the batch would
+    /// apply across shots.
+    pub fn batches_with(&self, other: &Experiment) -> bool {
+        if self.oversample_thick
+            || self.oversample_polar
+            || self.oversample_omega
+            || self.structure_factors.interpolate
+            || self.mosaic_umats.len() != other.mosaic_umats.len()
+        {
+            return false;
+        }
+        let mut same = other.clone();
+        let (mine, theirs) = (&self.lattice, &mut same.lattice);
+        (theirs.a, theirs.b, theirs.c, theirs.misset) = (mine.a, mine.b, mine.c, mine.misset);
+        // the reciprocal vectors enter the Gaussian and top-hat spot shapes only
+        if matches!(self.shape, CrystalShape::Square | CrystalShape::Round) {
+            (theirs.a_star, theirs.b_star, theirs.c_star) = (mine.a_star, mine.b_star, mine.c_star);
+        }
+        same.phi0 = self.phi0;
+        same.mosaic_umats.clone_from(&self.mosaic_umats);
+        (same.fluence, same.flux, same.exposure, same.beamsize) =
+            (self.fluence, self.flux, self.exposure, self.beamsize);
+        same.warnings.clone_from(&self.warnings);
+        *self == same
+    }
+
+    /// The pixels that are rendered (inside the ROI, not masked), in C's order, as indices
+    /// `slow·fpixels + fast`; walked without listing them.
+    pub fn active_pixels(&self) -> ActivePixels<'_> {
+        let d = &self.detector;
+        ActivePixels::new(d.fpixels, d.spixels, &self.roi, self.mask.as_deref())
+    }
+
+    /// Where the samples of the ROI lie (see [`crate::physics::detector::sample_coordinates`]).
+    pub fn sample_grid(&self) -> crate::physics::detector::SampleGrid {
+        let rect = self.active_pixels().rect();
+        crate::physics::detector::SampleGrid {
+            first_row: rect.rows.start,
+            first_col: rect.cols.start,
+            width: rect.cols.len(),
+            oversample: self.oversample,
+            subpixel: self.detector.pixel_size / self.oversample as f64,
+            layers: self.sensor.layers,
+            layer_step: self.sensor.step,
+        }
+    }
+
+    /// 1 for each ROI position (row by row) that is rendered, 0 where masked; `None` without a
+    /// mask.
+    pub fn rendered_positions(&self) -> Option<Vec<f64>> {
+        let mask = self.mask.as_deref()?;
+        let rect = self.active_pixels().rect();
+        Some(
+            (0..rect.len())
+                .map(|k| f64::from(u8::from(mask[rect.index(k)] != 0)))
+                .collect(),
+        )
+    }
+
+    /// Spindle angle of step `i` (rad).
+    pub fn phi_at(&self, i: usize) -> f64 {
+        self.phi0 + self.phi.step * i as f64
+    }
+}
+
+/// The largest oversampling chosen automatically (sub-pixels per axis). C's choice,
+/// 3 × crystal size / (λ·distance/pixel), grows without bound with the crystal: a 0.5 mm
+/// crystal asks for 2420² sub-pixels per pixel, hours for a tiny detector. Beyond this the
+/// run warns and uses this many; `-oversample N` gives any count.
+pub const MAX_AUTO_OVERSAMPLE: usize = 32;
+
+/// The flags that set the number of unit cells, for naming in errors.
+pub const N_FLAGS: &str = "-N (or -Na, -Nb, -Nc, -samplesize, -sample_x, -sample_y, -sample_z)";
+
+/// The flag that sets the mosaic domains, both spellings, for naming in errors.
+pub const MOSAIC_DOMAINS_FLAGS: &str = "-mosaic_dom (or -mosaic_domains)";
+
+/// The flags that set the divergence grid, for naming in errors.
+pub const DIVERGENCE_FLAGS: &str =
+    "-divergence (or -hdivrange, -vdivrange, -hdivstep, -vdivstep, -divsteps, -hdivsteps, -vdivsteps)";
+
+/// The largest Miller index accepted (in size), 2·|a|/λ at most: far beyond C's `int` (whose
+/// cast is undefined there; out of the grid here) and still a finite single-precision number
+/// with room to spare, so every engine computes the same indices.
+pub const MAX_MILLER_INDEX: f64 = 1e36;
+
+/// Refuses sources whose wavelength is not a positive number (a `-dispersion` above 200 %
+/// sweeps through 0), or so short for the cell that the Miller indices (up to 2·|a|/λ)
+/// exceed [`MAX_MILLER_INDEX`].
+fn check_wavelengths(sources: &[Source], lambda0: f64, from_file: bool, lattice: &CrystalLattice) -> Result<()> {
+    let g = crate::base::cfmt::fmt_g;
+    let shortest = sources.iter().map(|s| s.lambda).fold(f64::INFINITY, f64::min);
+    let spread_flag = if from_file { "-sourcefile" } else { "-dispersion" };
+    if !(shortest > 0.0 && shortest.is_finite()) {
+        return Err(Error::flag(
+            spread_flag,
+            format!(
+                "the wavelengths reach {} Å: every wavelength must be positive",
+                g(shortest * 1e10)
+            ),
+        ));
+    }
+    let longest_axis = [lattice.a, lattice.b, lattice.c]
+        .map(norm)
+        .into_iter()
+        .fold(0.0, f64::max);
+    let index = 2.0 * longest_axis / shortest;
+    if index.is_nan() || index > MAX_MILLER_INDEX {
+        let flag = match (shortest < 0.5 * lambda0, longest_axis > 1e-6) {
+            (true, _) => spread_flag,
+            (false, true) => "-cell (or -mat)",
+            (false, false) => "-lambda (or -energy)",
+        };
+        return Err(Error::flag(
+            flag,
+            format!(
+                "a wavelength of {} Å with a cell axis of {} Å gives Miller indices up to {}, beyond {}",
+                g(shortest * 1e10),
+                g(longest_axis * 1e10),
+                g(index),
+                g(MAX_MILLER_INDEX)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a factor of the intensity that is not a finite number even in double precision
+/// (C renders ∞ and NaN from it): the fluence `-flux`·`-exposure`/`-beamsize`², the water
+/// background `i_bg` (photons/sr per unit r_e², from `-water`), and F² of `-default_F` or of
+/// the structure-factor grid.
+fn check_intensity_factors(fluence: f64, i_bg: f64, default_f: f64, grid: Option<&HklGrid>) -> Result<()> {
+    let g = crate::base::cfmt::fmt_g;
+    if !(R_E_SQR * fluence).is_finite() {
+        return Err(Error::flag(
+            "-flux",
+            "-flux × -exposure / -beamsize² gives an infinite fluence",
+        ));
+    }
+    if !i_bg.is_finite() {
+        return Err(Error::flag(
+            "-water",
+            "the water background (fluence × water size³) is infinite",
+        ));
+    }
+    if !(default_f * default_f).is_finite() {
+        return Err(Error::flag(
+            "-default_F",
+            format!("F² = {}² overflows double precision", g(default_f)),
+        ));
+    }
+    if let Some(f) = grid.and_then(|g| g.values.iter().find(|f| !(*f * *f).is_finite())) {
+        return Err(Error::flag(
+            "-hkl (or ./Fdump.bin)",
+            format!(
+                "a structure factor of {} overflows double precision when squared",
+                g(*f)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn resolve_roi(cfg: &SimConfig, det: &DetectorGeometry, warnings: &mut Vec<String>) -> Result<Roi> {
+    let full = Roi {
+        xmin: 0,
+        xmax: det.fpixels as i64,
+        ymin: 0,
+        ymax: det.spixels as i64,
+    };
+    let Some(r) = cfg.detector.roi else {
+        return Ok(full);
+    };
+    // C replaces negative bounds by the defaults
+    let roi = Roi {
+        xmin: if r.xmin < 0 { full.xmin } else { r.xmin },
+        xmax: if r.xmax < 0 { full.xmax } else { r.xmax },
+        ymin: if r.ymin < 0 { full.ymin } else { r.ymin },
+        ymax: if r.ymax < 0 { full.ymax } else { r.ymax },
+    };
+    if roi.xmin > roi.xmax || roi.ymin > roi.ymax {
+        return Err(Error::flag(
+            "-roi",
+            format!("empty region {} {} {} {}", r.xmin, r.xmax, r.ymin, r.ymax),
+        ));
+    }
+    if roi.xmin >= full.xmax || roi.ymin >= full.ymax {
+        warnings.push(format!(
+            "-roi {} {} {} {} lies entirely outside the {}x{} detector: no pixel is rendered",
+            r.xmin, r.xmax, r.ymin, r.ymax, det.fpixels, det.spixels
+        ));
+    }
+    Ok(roi)
+}
+
+/// Load the structure factors named by the configuration: the HKL file, or `Fdump.bin` in the
+/// working directory when no file is given (as C), or nothing.
+pub fn load_structure_factors(cfg: &SimConfig) -> Result<Option<HklGrid>> {
+    match &cfg.crystal.hkl {
+        HklSource::File(path) => crate::io::hkl::read_hkl(path, cfg.crystal.default_f).map(Some),
+        HklSource::FdumpIfPresent => {
+            let p = std::path::Path::new("Fdump.bin");
+            if p.exists() {
+                crate::io::fdump::read_fdump(p).map(Some)
+            } else {
+                Ok(None)
+            }
+        }
+        HklSource::None => Ok(None),
+    }
+}
