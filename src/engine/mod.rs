@@ -18,9 +18,12 @@
 //! §3), so a process must not render on the CPU with both precisions. The wgpu device is a
 //! different device (always f32), so it mixes freely with either CPU precision.
 
-mod panel_simulator;
+pub mod panel_simulator;
 pub mod render;
 pub mod simulator;
+
+pub use panel_simulator::{PanelSetup, PanelSimulator};
+pub use simulator::Simulator;
 
 use crate::base::device::init_cpu_dtype;
 #[cfg(feature = "gpu")]

@@ -37,7 +37,6 @@ use burn::module::Module;
 use burn::tensor::{backend::Backend, Tensor};
 use std::sync::Arc;
 
-pub use super::panel_simulator::{PanelSetup, PanelSimulator};
 use crate::render::scenes::{OneImage, Scenes, Setup};
 
 /// Elements per `[samples, orientations]` intermediate of one chunk of [`Simulator::forward`]

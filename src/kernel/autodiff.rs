@@ -22,8 +22,9 @@
 //! fall-back runs autodiff of its own, on worker threads, inside the caller's backward pass:
 //! the vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
 
+use super::backend::PixelKernel;
+use super::launch::images_at;
 use super::vjp::KernelScene;
-use super::{images_at, PixelKernel};
 use crate::base::error::Result;
 use crate::diff::host::Host;
 use crate::gradients::{scene_graph_vjp, ParamGradient};
@@ -217,5 +218,16 @@ impl<S: Scenes> ImageVjp<S> {
             }
             None => Ok(None),
         }
+    }
+}
+
+/// An autodiff backend has no kernel of its own for [`PixelKernel::render_pixels`] (the
+/// engines render with it only for gradients, through the tensor stages); a simulator's
+/// parameters render with the inner backend's kernel, the backward pass taking the inner
+/// backend's vector–Jacobian kernel (the tensor stages' product on the host where it does not
+/// cover the image).
+impl<B: PixelKernel, C: CheckpointStrategy> PixelKernel for Autodiff<B, C> {
+    fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
+        render_params::<B, C, S>(scenes, params)
     }
 }

@@ -19,10 +19,7 @@
 //!   ([`PixelKernel::job_vjp`]) where it covers the image, else the tensor stages' product on
 //!   the host ([`super::autodiff`]).
 
-use super::job::{PixelJob, Switches};
-use super::native::vjp::JobSums;
-use super::native::Real;
-use super::HostImage;
+use super::job::{HostImage, JobSums, KernelImage, PixelJob, Switches};
 use crate::base::error::Result;
 use crate::experiment::Experiment;
 use crate::gradients::derivative::DerivativeImage;
@@ -32,14 +29,9 @@ use crate::render::scenes::Scenes;
 use crate::render::RenderOptions;
 use crate::scene::params::Params;
 use crate::scene::Scene;
-use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
-use burn::backend::ndarray::{
-    FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
-};
-use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{FloatTensor, IntTensor};
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::Tensor;
 use std::sync::Arc;
 
 /// The kernel's inputs on the backend's device (see [`super::layout`]): f32 `params`
@@ -174,12 +166,9 @@ pub trait PixelKernel: Backend {
         exp: &Experiment,
         opts: &RenderOptions,
         device: &Self::Device,
-    ) -> Result<Option<super::KernelImage<Self>>> {
-        let _ = opts;
-        if !super::runs_on::<Self>(exp, 1) {
-            return Ok(None);
-        }
-        super::job_image::<Self>(job, exp, device).map(Some)
+    ) -> Result<Option<KernelImage<Self>>> {
+        let _ = (job, exp, opts, device);
+        Ok(None)
     }
 
     /// The image of the one-shot `job` of `exp`, read back, with C's tricubic
@@ -193,11 +182,8 @@ pub trait PixelKernel: Backend {
         opts: &RenderOptions,
         device: &Self::Device,
     ) -> Result<Option<HostImage>> {
-        let _ = opts;
-        if !super::runs_on::<Self>(exp, 1) {
-            return Ok(None);
-        }
-        super::kernel_host_image::<Self>(job, exp, device).map(Some)
+        let _ = (job, exp, opts, device);
+        Ok(None)
     }
 
     /// Σ_p w_p·∂I_p/∂z of the one-shot `job` of `exp` in the vector–Jacobian layout
@@ -213,8 +199,8 @@ pub trait PixelKernel: Backend {
         opts: &RenderOptions,
         device: &Self::Device,
     ) -> Result<Option<JobSums>> {
-        let _ = opts;
-        super::vjp::kernel_job_vjp::<Self>(job, exp, weights, grid, device)
+        let _ = (job, exp, weights, grid, opts, device);
+        Ok(None)
     }
 
     /// The derivative images `[n, spixels·fpixels]` of the one-shot `job` of `exp` for the
@@ -229,8 +215,8 @@ pub trait PixelKernel: Backend {
         opts: &RenderOptions,
         device: &Self::Device,
     ) -> Result<Option<Vec<f64>>> {
-        let _ = opts;
-        super::vjp::kernel_job_derivatives::<Self>(job, exp, tangents, n, device)
+        let _ = (job, exp, tangents, n, opts, device);
+        Ok(None)
     }
 
     /// Launch the render and the statistics; `None` where this backend has no kernel (the
@@ -283,116 +269,7 @@ pub trait PixelKernel: Backend {
     /// not cover the image ([`super::autodiff`]). `None` where this
     /// backend has no kernel (the caller renders with the tensor stages).
     fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
-        if !Self::renders_jobs() {
-            return Ok(None);
-        }
-        let images = super::images_at::<Self, S>(&**scenes, &params.values()?, &params.cell.val().device())?;
-        Ok(images.map(|images| images.into_iter().map(|(image, _)| image).collect()))
-    }
-}
-
-impl<E: FloatNdArrayElement + Real, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
-where
-    NdArrayTensor: From<SharedArray<E>>,
-    NdArrayTensor: From<SharedArray<I>>,
-{
-    /// The native loop in the backend's precision `E` where `opts.pixel_kernel` asks for the
-    /// kernel, else the tensor stages.
-    fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
-        if opts.pixel_kernel {
-            return super::native::render::<E>(exp, scene, opts);
-        }
-        crate::render::render_by_stages::<Self>(exp, scene, opts, device)
-    }
-
-    /// The native loop and its reverse pass where `at.opts` asks for them and the process
-    /// computes in f64, else the tensor stages.
-    fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
-        // an f32 process holds no f64 host scene: the tensor stages, without probing for one
-        if E::dtype() != DType::F64 {
-            return crate::gradients::vjp_by_stages::<Self>(at, weigh, device);
-        }
-        super::dispatch::vjp::<Self>(at, weigh, device)
-    }
-
-    fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
-        if E::dtype() != DType::F64 {
-            return crate::gradients::derivative::derivative_images_by_stages::<Self>(at, names, device);
-        }
-        super::dispatch::derivative_images::<Self>(at, names, device)
-    }
-
-    fn renders_jobs() -> bool {
-        true
-    }
-
-    /// The native loop in f64; `None` in an f32 backend (its adjoint runs on the f64 host).
-    fn host_image(
-        job: &mut PixelJob,
-        _: &Experiment,
-        opts: &RenderOptions,
-        _: &Self::Device,
-    ) -> Result<Option<HostImage>> {
-        if E::dtype() != DType::F64 {
-            return Ok(None);
-        }
-        super::native::host_image::<f64>(job, opts).map(Some)
-    }
-
-    /// The native reverse pass in f64 on `opts.threads` workers.
-    fn job_vjp(
-        job: &PixelJob,
-        _: &Experiment,
-        weights: Tensor<Self, 2>,
-        grid: bool,
-        opts: &RenderOptions,
-        _: &Self::Device,
-    ) -> Result<Option<JobSums>> {
-        if E::dtype() != DType::F64 {
-            return Ok(None);
-        }
-        let weights = crate::scene::to_host(weights)?;
-        let sums = super::native::vjp::job_vjp(job, &weights, grid, opts.threads, opts.memory_budget)?;
-        Ok(Some(sums))
-    }
-
-    /// The native reverse pass in f64, pixel by pixel, on `opts.threads` workers.
-    fn job_derivatives(
-        job: &PixelJob,
-        _: &Experiment,
-        tangents: &[f64],
-        n: usize,
-        opts: &RenderOptions,
-        _: &Self::Device,
-    ) -> Result<Option<Vec<f64>>> {
-        if E::dtype() != DType::F64 {
-            return Ok(None);
-        }
-        super::native::vjp::job_derivatives(job, tangents, n, opts.threads).map(Some)
-    }
-
-    /// The native loop in the backend's precision `E`, its image not rounded to f32.
-    fn render_job(
-        job: PixelJob,
-        exp: &Experiment,
-        opts: &RenderOptions,
-        device: &Self::Device,
-    ) -> Result<Option<super::KernelImage<Self>>> {
-        let (photons, switch) = super::native::job_photons::<E>(&job, opts)?;
-        let d = &exp.detector;
-        let image = Tensor::from_data(TensorData::new(photons, [d.spixels, d.fpixels]), device);
-        let switch = switch.map_or(i32::MAX, |p| i32::try_from(p).unwrap_or(i32::MAX));
-        Ok(Some((image, switch)))
-    }
-}
-
-/// An autodiff backend has no kernel of its own for [`PixelKernel::render_pixels`] (the
-/// engines render with it only for gradients, through the tensor stages); a simulator's
-/// parameters render with the inner backend's kernel, the backward pass taking the inner
-/// backend's vector–Jacobian kernel (the tensor stages' product on the host where it does not
-/// cover the image).
-impl<B: PixelKernel, C: CheckpointStrategy> PixelKernel for Autodiff<B, C> {
-    fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
-        super::autodiff::render_params::<B, C, S>(scenes, params)
+        let _ = (scenes, params);
+        Ok(None)
     }
 }

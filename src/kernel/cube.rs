@@ -28,6 +28,8 @@ where
     I: IntElement,
     BT: BoolElement,
 {
+    super::dispatch::cube_jobs!();
+
     fn has_pixel_kernel() -> bool {
         true
     }

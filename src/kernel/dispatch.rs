@@ -3,7 +3,7 @@
 //! cover the configuration, else the trait's defaults (the tensor stages). Every other caller
 //! goes through the trait and decides nothing.
 
-use super::PixelKernel;
+use super::backend::PixelKernel;
 use crate::base::error::Result;
 use crate::experiment::Experiment;
 use crate::gradients::derivative::{derivative_images_by_stages, DerivativeImage};
@@ -21,7 +21,7 @@ pub(crate) fn render<B: PixelKernel>(
     device: &B::Device,
 ) -> Result<Vec<Image>> {
     if opts.pixel_kernel {
-        if let Some(images) = super::render::<B>(exp, scene, device)? {
+        if let Some(images) = super::launch::render::<B>(exp, scene, device)? {
             if let Some(progress) = &opts.progress {
                 let n = exp.active_pixels().rect().len();
                 progress(n, n);
@@ -58,3 +58,60 @@ pub(crate) fn derivative_images<B: PixelKernel>(
     }
     derivative_images_by_stages::<B>(at, names, device)
 }
+
+/// The cube backends' bodies of [`PixelKernel::render_job`], [`PixelKernel::host_image`],
+/// [`PixelKernel::job_vjp`], [`PixelKernel::job_derivatives`] and
+/// [`PixelKernel::render_params`]: the render, vector–Jacobian and derivative-image kernels,
+/// in f32, where a launch fits.
+macro_rules! cube_jobs {
+    () => {
+        fn render_job(
+            job: $crate::kernel::job::PixelJob,
+            exp: &$crate::experiment::Experiment,
+            _: &$crate::render::RenderOptions,
+            device: &Self::Device,
+        ) -> $crate::base::error::Result<Option<$crate::kernel::job::KernelImage<Self>>> {
+            $crate::kernel::launch::cube_render_job::<Self>(job, exp, device)
+        }
+
+        fn host_image(
+            job: &mut $crate::kernel::job::PixelJob,
+            exp: &$crate::experiment::Experiment,
+            _: &$crate::render::RenderOptions,
+            device: &Self::Device,
+        ) -> $crate::base::error::Result<Option<$crate::kernel::job::HostImage>> {
+            $crate::kernel::launch::cube_host_image::<Self>(job, exp, device)
+        }
+
+        fn job_vjp(
+            job: &$crate::kernel::job::PixelJob,
+            exp: &$crate::experiment::Experiment,
+            weights: burn::tensor::Tensor<Self, 2>,
+            grid: bool,
+            _: &$crate::render::RenderOptions,
+            device: &Self::Device,
+        ) -> $crate::base::error::Result<Option<$crate::kernel::job::JobSums>> {
+            $crate::kernel::vjp::kernel_job_vjp::<Self>(job, exp, weights, grid, device)
+        }
+
+        fn job_derivatives(
+            job: &$crate::kernel::job::PixelJob,
+            exp: &$crate::experiment::Experiment,
+            tangents: &[f64],
+            n: usize,
+            _: &$crate::render::RenderOptions,
+            device: &Self::Device,
+        ) -> $crate::base::error::Result<Option<Vec<f64>>> {
+            $crate::kernel::vjp::kernel_job_derivatives::<Self>(job, exp, tangents, n, device)
+        }
+
+        fn render_params<S: $crate::render::scenes::Scenes>(
+            scenes: &std::sync::Arc<S>,
+            params: &$crate::scene::params::Params<Self>,
+        ) -> $crate::base::error::Result<Option<Vec<burn::tensor::Tensor<Self, 2>>>> {
+            $crate::kernel::launch::render_params::<Self, S>(scenes, params)
+        }
+    };
+}
+#[cfg(feature = "gpu")]
+pub(crate) use cube_jobs;

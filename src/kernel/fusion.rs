@@ -136,6 +136,8 @@ fn register_adjoint<B: FusionBackend + PixelKernel>(
 }
 
 impl<B: FusionBackend + PixelKernel> PixelKernel for Fusion<B> {
+    super::dispatch::cube_jobs!();
+
     fn has_pixel_kernel() -> bool {
         B::has_pixel_kernel()
     }

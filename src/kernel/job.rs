@@ -6,6 +6,7 @@ use super::layout as at;
 use crate::base::error::Result;
 use crate::config::CrystalShape;
 use crate::experiment::{Experiment, R_E_SQR};
+use crate::render::image::Image;
 use crate::scene::{to_host, Scene, SceneTensors};
 use burn::tensor::{backend::Backend, Tensor};
 
@@ -289,4 +290,25 @@ fn vjp_image_rows() -> usize {
 /// [`at::ORIENTATION_BATCH`], each 12 registers a thread; fewer rows, fewer batches' barriers.
 pub fn orientation_batch(per_shot: usize) -> usize {
     per_shot.clamp(1, at::ORIENTATION_BATCH)
+}
+
+/// An image read back to the host: as `-floatfile` writes it (f32, with C's statistics where
+/// the kernel reduced them) and its photons in the precision it was rendered in
+/// `[spixels·fpixels]`.
+#[derive(Debug, Clone)]
+pub struct HostImage {
+    pub image: Image,
+    pub photons: Vec<f64>,
+}
+
+/// An image `[spixels, fpixels]` (photons) rendered by the kernel, on the device, and the
+/// pixel after which its render switched to nearest neighbour ([`PixelJob::switch_pixel`]).
+pub type KernelImage<B> = (Tensor<B, 2>, i32);
+
+/// The vector–Jacobian product of one job: Σ_p w_p·∂I_p/∂z `[G_GLOBALS + 12·C]` and, where
+/// asked for, the structure-factor grid's Σ_p w_p·∂I_p/∂F_node `[nodes]`.
+#[derive(Debug, Clone)]
+pub struct JobSums {
+    pub sums: Vec<f64>,
+    pub grid: Option<Vec<f64>>,
 }

@@ -3,11 +3,10 @@
 //! variables ([`SceneTensors::variables`]), which the small host product (∂z/∂θ)ᵀ·g_z turns
 //! into the parameters' gradients (`gradient::scene_to_params`).
 
+use super::backend::{KernelInputs, PixelKernel, VjpShape};
+use super::job::{HostImage, JobSums, PixelJob};
+use super::launch::{read_ints, readback, runs_on, upload, upload_floats};
 use super::layout as at;
-use super::native::vjp::JobSums;
-use super::{
-    read_ints, readback, runs_on, upload, upload_floats, HostImage, KernelInputs, PixelJob, PixelKernel, VjpShape,
-};
 use crate::base::device::init_cpu_dtype;
 use crate::base::error::Result;
 use crate::config::SimConfig;
@@ -504,7 +503,7 @@ mod tests {
     #[cfg(feature = "gpu")]
     mod image_rows {
         use super::super::kernel_sums;
-        use crate::kernel::{upload, PixelJob};
+        use crate::kernel::{job::PixelJob, launch::upload};
         use crate::scene::Scene;
         use burn::tensor::{DType, Tensor, TensorData};
 

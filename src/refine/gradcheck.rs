@@ -229,7 +229,7 @@ fn step_of(options: &GradcheckOptions, name: &str, x: f64) -> f64 {
 
 /// The check of component `c` at `(x, step)`: `(analytic, numeric)` for a loss of `value`.
 fn check(
-    c: &super::Component,
+    c: &super::selection::Component,
     (x, step): (f64, f64),
     (analytic, numeric): (f64, f64),
     value: f64,

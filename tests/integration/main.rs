@@ -6,6 +6,7 @@
 
 mod common;
 
+mod architecture;
 mod batch;
 mod burn_reshape;
 mod cbf;

@@ -8,8 +8,8 @@
 use super::inputs::{Grid, Params, Source, V3};
 use super::pixel::{self as forward, cross, dot, fractional, grid_offset, lagrange_weights, scaled, sum3};
 use super::real::{cos_pi_small, sin_pi_small};
+use crate::kernel::job::Switches;
 use crate::kernel::layout as at;
-use crate::kernel::Switches;
 use crate::physics::lattice::{ROUND_SCALE, SINC3_SERIES, SINCG_EPS};
 use std::f64::consts::PI;
 

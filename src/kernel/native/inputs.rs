@@ -2,8 +2,8 @@
 //! unpacked into named fields in the loop's precision.
 
 use super::real::Real;
+use crate::kernel::job::{PixelJob, Switches};
 use crate::kernel::layout as at;
-use crate::kernel::{PixelJob, Switches};
 
 /// A lab vector (m, unit, or Å⁻¹ as its field says).
 pub type V3<F> = [F; 3];

@@ -22,7 +22,7 @@ pub use real::Real;
 
 use crate::base::error::Result;
 use crate::experiment::Experiment;
-use crate::kernel::{HostImage, PixelJob};
+use crate::kernel::job::{HostImage, PixelJob};
 use crate::render::image::Image;
 use crate::render::RenderOptions;
 use crate::scene::Scene;

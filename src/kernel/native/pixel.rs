@@ -8,7 +8,7 @@
 
 use super::inputs::{Grid, Inputs, Params, Row, Source, V3};
 use super::real::Real;
-use crate::kernel::Switches;
+use crate::kernel::job::Switches;
 use crate::physics::lattice::{ROUND_SCALE, SINC3_SERIES, SINCG_EPS};
 
 #[inline]
@@ -429,7 +429,7 @@ pub fn pixel_photons<F: Real>(
 /// Switches with everything off, for the unit tests of the loop and its adjoint.
 #[cfg(test)]
 pub(crate) mod tests_support {
-    use crate::kernel::Switches;
+    use crate::kernel::job::Switches;
 
     pub fn switches() -> Switches {
         Switches {

@@ -21,8 +21,8 @@ use super::adjoint::{self, add3, CellFactor, LatticePartials, Ray};
 use super::inputs::{Inputs, Row, Source, V3};
 use super::pixel::{self as forward, counted, dot, miller_index, scaled, sum3, tricubic_out_of_range};
 use crate::base::error::Result;
+use crate::kernel::job::{JobSums, PixelJob};
 use crate::kernel::layout as at;
-use crate::kernel::PixelJob;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -31,14 +31,6 @@ const MAX_CHUNKS: usize = 64;
 
 /// One chunk's sums: the scene variables' `[G_GLOBALS + 12·C]` and the grid's `[nodes]`.
 type ChunkSums = (Vec<f64>, Vec<f64>);
-
-/// The vector–Jacobian product of one job: Σ_p w_p·∂I_p/∂z `[G_GLOBALS + 12·C]` and, where
-/// asked for, the structure-factor grid's Σ_p w_p·∂I_p/∂F_node `[nodes]`.
-#[derive(Debug, Clone)]
-pub struct JobSums {
-    pub sums: Vec<f64>,
-    pub grid: Option<Vec<f64>>,
-}
 
 /// The vector–Jacobian product of the one-shot `job` for weights `weights` (∂L/∂I
 /// `[spixels·fpixels]`; pixels outside the ROI, masked or of weight 0 add nothing), with the

@@ -1,0 +1,120 @@
+//! burn-ndarray's body of [`PixelKernel`]: the native per-pixel loop (in the backend's
+//! precision) and its reverse pass (f64), through [`super::dispatch`] where the options ask
+//! for them; the tensor stages otherwise.
+
+use super::backend::PixelKernel;
+use super::job::{HostImage, JobSums, KernelImage, PixelJob};
+use super::native::Real;
+use crate::base::error::Result;
+use crate::experiment::Experiment;
+use crate::gradients::derivative::DerivativeImage;
+use crate::gradients::{At, ChunkWeights, Vjp};
+use crate::render::image::Image;
+use crate::render::scenes::Scenes;
+use crate::render::RenderOptions;
+use crate::scene::params::Params;
+use crate::scene::Scene;
+use burn::backend::ndarray::{
+    FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
+};
+use burn::tensor::{DType, Tensor, TensorData};
+use std::sync::Arc;
+
+impl<E: FloatNdArrayElement + Real, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
+where
+    NdArrayTensor: From<SharedArray<E>>,
+    NdArrayTensor: From<SharedArray<I>>,
+{
+    /// The native loop in the backend's precision `E` where `opts.pixel_kernel` asks for the
+    /// kernel, else the tensor stages.
+    fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
+        if opts.pixel_kernel {
+            return super::native::render::<E>(exp, scene, opts);
+        }
+        crate::render::render_by_stages::<Self>(exp, scene, opts, device)
+    }
+
+    /// The native loop and its reverse pass where `at.opts` asks for them and the process
+    /// computes in f64, else the tensor stages.
+    fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
+        // an f32 process holds no f64 host scene: the tensor stages, without probing for one
+        if E::dtype() != DType::F64 {
+            return crate::gradients::vjp_by_stages::<Self>(at, weigh, device);
+        }
+        super::dispatch::vjp::<Self>(at, weigh, device)
+    }
+
+    fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
+        if E::dtype() != DType::F64 {
+            return crate::gradients::derivative::derivative_images_by_stages::<Self>(at, names, device);
+        }
+        super::dispatch::derivative_images::<Self>(at, names, device)
+    }
+
+    fn renders_jobs() -> bool {
+        true
+    }
+
+    /// The native loop in f64; `None` in an f32 backend (its adjoint runs on the f64 host).
+    fn host_image(
+        job: &mut PixelJob,
+        _: &Experiment,
+        opts: &RenderOptions,
+        _: &Self::Device,
+    ) -> Result<Option<HostImage>> {
+        if E::dtype() != DType::F64 {
+            return Ok(None);
+        }
+        super::native::host_image::<f64>(job, opts).map(Some)
+    }
+
+    /// The native reverse pass in f64 on `opts.threads` workers.
+    fn job_vjp(
+        job: &PixelJob,
+        _: &Experiment,
+        weights: Tensor<Self, 2>,
+        grid: bool,
+        opts: &RenderOptions,
+        _: &Self::Device,
+    ) -> Result<Option<JobSums>> {
+        if E::dtype() != DType::F64 {
+            return Ok(None);
+        }
+        let weights = crate::scene::to_host(weights)?;
+        let sums = super::native::vjp::job_vjp(job, &weights, grid, opts.threads, opts.memory_budget)?;
+        Ok(Some(sums))
+    }
+
+    /// The native reverse pass in f64, pixel by pixel, on `opts.threads` workers.
+    fn job_derivatives(
+        job: &PixelJob,
+        _: &Experiment,
+        tangents: &[f64],
+        n: usize,
+        opts: &RenderOptions,
+        _: &Self::Device,
+    ) -> Result<Option<Vec<f64>>> {
+        if E::dtype() != DType::F64 {
+            return Ok(None);
+        }
+        super::native::vjp::job_derivatives(job, tangents, n, opts.threads).map(Some)
+    }
+
+    /// The native loop in the backend's precision `E`, its image not rounded to f32.
+    fn render_job(
+        job: PixelJob,
+        exp: &Experiment,
+        opts: &RenderOptions,
+        device: &Self::Device,
+    ) -> Result<Option<KernelImage<Self>>> {
+        let (photons, switch) = super::native::job_photons::<E>(&job, opts)?;
+        let d = &exp.detector;
+        let image = Tensor::from_data(TensorData::new(photons, [d.spixels, d.fpixels]), device);
+        let switch = switch.map_or(i32::MAX, |p| i32::try_from(p).unwrap_or(i32::MAX));
+        Ok(Some((image, switch)))
+    }
+
+    fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
+        super::launch::render_params::<Self, S>(scenes, params)
+    }
+}
