@@ -354,6 +354,98 @@ fn num(x: f64) -> Value {
     }
 }
 
+/// The image size (fast, slow) from the flags (and any -img/-mask header), as nanobragg
+/// resolves it.
+fn image_size(flags: &[String]) -> Result<(usize, usize), Failure> {
+    match parse_args(flags) {
+        Ok(Parsed::Run(cfg, _)) => {
+            let det = DetectorGeometry::new(&cfg.detector)
+                .map_err(|e| Failure::Run(format!("nanobragg rejects these flags: {e}")))?;
+            Ok((det.fpixels, det.spixels))
+        }
+        Ok(Parsed::Help) => Err(Failure::Usage("the C flags ask for help; nothing to compare".into())),
+        Err(e) => Err(Failure::Run(format!("nanobragg rejects these flags: {e}"))),
+    }
+}
+
+/// The previews (C's, ours, their difference) and both images as `.npy` in `out`.
+fn write_images(
+    out: &Path,
+    (fpixels, spixels): (usize, usize),
+    ci: &[f32],
+    ni: &[f32],
+    scale: &LogScale,
+    dscale: f64,
+) -> Result<(), Failure> {
+    let io = |r: nanobragg::Result<()>| r.map_err(|e| Failure::Run(e.to_string()));
+    io(write_png_preview_scaled(
+        &out.join("c.png"),
+        fpixels,
+        spixels,
+        ci,
+        scale,
+    ))?;
+    io(write_png_preview_scaled(
+        &out.join("nanobragg.png"),
+        fpixels,
+        spixels,
+        ni,
+        scale,
+    ))?;
+    io(write_png_rgb(
+        &out.join("diff.png"),
+        fpixels,
+        spixels,
+        &diff_rgb(ci, ni, dscale),
+    ))?;
+    io(write_npy_f32(&out.join("c.npy"), &[spixels, fpixels], ci))?;
+    io(write_npy_f32(&out.join("nanobragg.npy"), &[spixels, fpixels], ni))?;
+
+    Ok(())
+}
+
+/// The comparison on standard output.
+fn print_report(out: &Path, (fpixels, spixels): (usize, usize), s: &Stats, (c_seconds, nb_seconds): (f64, f64)) {
+    let (slow, fast) = (s.max_abs_diff_at / fpixels, s.max_abs_diff_at % fpixels);
+    let sum_ratio = s.sum_nb / s.sum_c;
+    let speed = if nb_seconds <= c_seconds {
+        format!("nanobragg {:.2}x faster", c_seconds / nb_seconds)
+    } else {
+        format!("nanobragg {:.2}x slower", nb_seconds / c_seconds)
+    };
+    println!("compared {fpixels} x {spixels} pixels (fast x slow)");
+    println!(
+        "  runtime      C {:.3} s   nanobragg {:.3} s   ({speed})",
+        c_seconds, nb_seconds
+    );
+    println!(
+        "  sum          C {:.6e}   nanobragg {:.6e}   ratio {:.9}",
+        s.sum_c, s.sum_nb, sum_ratio
+    );
+    println!("  max          C {:.6e}   nanobragg {:.6e}", s.max_c, s.max_nb);
+    println!("  Pearson r    {:.12}", s.pearson);
+    println!("  RMSE         {:.4e}", s.rmse);
+    if s.max_abs_diff == 0.0 {
+        println!("  max |diff|   0 (identical images)");
+    } else {
+        println!(
+            "  max |diff|   {:.4e} at slow {slow}, fast {fast} ({:.3e} of C's max)",
+            s.max_abs_diff,
+            s.max_abs_diff / s.max_c
+        );
+    }
+    if s.nonfinite_c + s.nonfinite_nb > 0 {
+        println!(
+            "  non-finite   C {} pixels, nanobragg {} pixels",
+            s.nonfinite_c, s.nonfinite_nb
+        );
+    }
+    println!(
+        "  wrote c.png nanobragg.png diff.png c.npy nanobragg.npy summary.json to {}",
+        out.display()
+    );
+}
+
 fn run(args: &[OsString]) -> Result<(), Failure> {
     let Some(opts) = parse_options(args)? else {
         print!("{USAGE}");
@@ -364,16 +456,7 @@ fn run(args: &[OsString]) -> Result<(), Failure> {
     let nb_bin = program_path(&opts.nanobragg, &cwd);
     let resolved = resolve_file_flags(&opts.flags, &cwd);
 
-    // The image size, from the flags (and any -img/-mask header), as nanobragg resolves it.
-    let (fpixels, spixels) = match parse_args(&resolved) {
-        Ok(Parsed::Run(cfg, _)) => {
-            let det = DetectorGeometry::new(&cfg.detector)
-                .map_err(|e| Failure::Run(format!("nanobragg rejects these flags: {e}")))?;
-            (det.fpixels, det.spixels)
-        }
-        Ok(Parsed::Help) => return Err(Failure::Usage("the C flags ask for help; nothing to compare".into())),
-        Err(e) => return Err(Failure::Run(format!("nanobragg rejects these flags: {e}"))),
-    };
+    let (fpixels, spixels) = image_size(&resolved)?;
     let pixels = fpixels * spixels;
 
     let mut run_flags = resolved.clone();
@@ -421,29 +504,7 @@ fn run(args: &[OsString]) -> Result<(), Failure> {
     let s = stats(ci, ni);
     let scale = LogScale::from_images(&[ci, ni]);
     let dscale = diff_scale(ci, ni);
-    let io = |r: nanobragg::Result<()>| r.map_err(|e| Failure::Run(e.to_string()));
-    io(write_png_preview_scaled(
-        &out.join("c.png"),
-        fpixels,
-        spixels,
-        ci,
-        &scale,
-    ))?;
-    io(write_png_preview_scaled(
-        &out.join("nanobragg.png"),
-        fpixels,
-        spixels,
-        ni,
-        &scale,
-    ))?;
-    io(write_png_rgb(
-        &out.join("diff.png"),
-        fpixels,
-        spixels,
-        &diff_rgb(ci, ni, dscale),
-    ))?;
-    io(write_npy_f32(&out.join("c.npy"), &[spixels, fpixels], ci))?;
-    io(write_npy_f32(&out.join("nanobragg.npy"), &[spixels, fpixels], ni))?;
+    write_images(out, (fpixels, spixels), ci, ni, &scale, dscale)?;
 
     let (slow, fast) = (s.max_abs_diff_at / fpixels, s.max_abs_diff_at % fpixels);
     let sum_ratio = s.sum_nb / s.sum_c;
@@ -470,42 +531,7 @@ fn run(args: &[OsString]) -> Result<(), Failure> {
     );
     write_summary(&summary)?;
 
-    let speed = if nb.seconds <= c.seconds {
-        format!("nanobragg {:.2}x faster", c.seconds / nb.seconds)
-    } else {
-        format!("nanobragg {:.2}x slower", nb.seconds / c.seconds)
-    };
-    println!("compared {fpixels} x {spixels} pixels (fast x slow)");
-    println!(
-        "  runtime      C {:.3} s   nanobragg {:.3} s   ({speed})",
-        c.seconds, nb.seconds
-    );
-    println!(
-        "  sum          C {:.6e}   nanobragg {:.6e}   ratio {:.9}",
-        s.sum_c, s.sum_nb, sum_ratio
-    );
-    println!("  max          C {:.6e}   nanobragg {:.6e}", s.max_c, s.max_nb);
-    println!("  Pearson r    {:.12}", s.pearson);
-    println!("  RMSE         {:.4e}", s.rmse);
-    if s.max_abs_diff == 0.0 {
-        println!("  max |diff|   0 (identical images)");
-    } else {
-        println!(
-            "  max |diff|   {:.4e} at slow {slow}, fast {fast} ({:.3e} of C's max)",
-            s.max_abs_diff,
-            s.max_abs_diff / s.max_c
-        );
-    }
-    if s.nonfinite_c + s.nonfinite_nb > 0 {
-        println!(
-            "  non-finite   C {} pixels, nanobragg {} pixels",
-            s.nonfinite_c, s.nonfinite_nb
-        );
-    }
-    println!(
-        "  wrote c.png nanobragg.png diff.png c.npy nanobragg.npy summary.json to {}",
-        out.display()
-    );
+    print_report(out, (fpixels, spixels), &s, (c.seconds, nb.seconds));
     Ok(())
 }
 

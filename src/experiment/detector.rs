@@ -185,106 +185,185 @@ fn unit_or_err(v: Vec3, flag: &str) -> Result<Vec3> {
     Ok(u)
 }
 
+/// The pixel size and the distances are physical lengths ([`physical_length`]).
+fn check_lengths(cfg: &DetectorConfig) -> Result<()> {
+    let px = cfg.pixel_size;
+    if !(px > 0.0 && px.is_finite()) {
+        return Err(Error::flag("-pixel", "pixel size must be positive"));
+    }
+    physical_length("-pixel", "a pixel size", px)?;
+    physical_length("-distance", "a distance", cfg.distance)?;
+    if let Some(d) = cfg.close_distance {
+        physical_length("-close_distance", "a distance", d)?;
+    }
+    Ok(())
+}
+
+/// The detector's size (m) along fast and slow and its pixel counts, as C derives them from
+/// `-detpixels*` or `-detsize*`.
+fn pixel_counts(cfg: &DetectorConfig) -> Result<(f64, f64, usize, usize)> {
+    let px = cfg.pixel_size;
+    let mut detsize_f = cfg.detsize_f;
+    let mut detsize_s = cfg.detsize_s;
+    if let Some(n) = cfg.fpixels.filter(|&n| n > 0) {
+        detsize_f = px * n as f64;
+    }
+    if let Some(n) = cfg.spixels.filter(|&n| n > 0) {
+        detsize_s = px * n as f64;
+    }
+    let fpixels = (detsize_f / px - 0.5).ceil();
+    let spixels = (detsize_s / px - 0.5).ceil();
+    if !(fpixels >= 1.0 && spixels >= 1.0) {
+        return Err(Error::flag(
+            "-detpixels (or -detpixels_f, -detpixels_s, -detsize, -detsize_f, -detsize_s)",
+            "the detector has no pixels",
+        ));
+    }
+    if fpixels * spixels > u32::MAX as f64 {
+        return Err(Error::flag(
+            "-detpixels (or -detpixels_f, -detpixels_s, -detsize, -detsize_f, -detsize_s)",
+            format!("{fpixels}x{spixels} pixels is too many"),
+        ));
+    }
+    Ok((detsize_f, detsize_s, fpixels as usize, spixels as usize))
+}
+
+/// The beam centre and near point (m) as given or by the convention's defaults, and the pivot.
+struct BeamCentre {
+    xbeam: f64,
+    ybeam: f64,
+    xclose: f64,
+    yclose: f64,
+    fclose: f64,
+    sclose: f64,
+    pivot: Pivot,
+}
+
+/// C's convention block: beam-centre defaults and the pivot (the beam spot on the detector
+/// follows from them in the tensor geometry, [`crate::diff::detector`]).
+fn beam_centre(cfg: &DetectorConfig, detsize_f: f64, detsize_s: f64) -> BeamCentre {
+    let px = cfg.pixel_size;
+    // near point and beam-centre defaults
+    let mut fclose = cfg.orgx.map(|o| (o - 0.5) * px).unwrap_or(detsize_f / 2.0);
+    let mut sclose = cfg.orgy.map(|o| (o - 0.5) * px).unwrap_or(detsize_s / 2.0);
+    let xclose = cfg.xclose.unwrap_or(fclose);
+    let yclose = cfg.yclose.unwrap_or(sclose);
+    let (xbeam, ybeam, pivot);
+    match cfg.convention {
+        Convention::Adxv => {
+            xbeam = cfg.xbeam.unwrap_or((detsize_f + px) / 2.0);
+            ybeam = cfg.ybeam.unwrap_or((detsize_s - px) / 2.0);
+            pivot = Pivot::Beam;
+        }
+        Convention::Mosflm | Convention::Denzo => {
+            xbeam = cfg.xbeam.unwrap_or((detsize_s + px) / 2.0);
+            ybeam = cfg.ybeam.unwrap_or((detsize_f + px) / 2.0);
+            pivot = Pivot::Beam;
+        }
+        Convention::Xds | Convention::Dials => {
+            xbeam = cfg.xbeam.unwrap_or(xclose);
+            ybeam = cfg.ybeam.unwrap_or(yclose);
+            pivot = Pivot::Sample;
+        }
+        Convention::Custom => {
+            xbeam = cfg.xbeam.unwrap_or(xclose);
+            ybeam = cfg.ybeam.unwrap_or(yclose);
+            fclose = xbeam;
+            sclose = ybeam;
+            pivot = cfg.pivot;
+        }
+    }
+    BeamCentre {
+        xbeam,
+        ybeam,
+        xclose,
+        yclose,
+        fclose,
+        sclose,
+        pivot,
+    }
+}
+
+/// The convention's unit vectors before the detector rotations: beam, fast, slow, normal,
+/// polarization, spindle and 2θ axis.
+struct Axes {
+    beam: Vec3,
+    f0: Vec3,
+    s0: Vec3,
+    o0: Vec3,
+    polar: Vec3,
+    spindle: Vec3,
+    twotheta_axis: Vec3,
+}
+
+/// The convention's axes, each checked: non-zero, the fast and slow axes not parallel, the
+/// normal out of the detector's plane.
+fn axes(cfg: &DetectorConfig) -> Result<Axes> {
+    let [b, f0, s0, o0, tt_axis, p, u] = convention_basis(cfg);
+    let beam = unit_or_err(b, "-beam_vector")?;
+    let f0 = unit_or_err(f0, "-fdet_vector")?;
+    let s0 = unit_or_err(s0, "-sdet_vector")?;
+    let (o_unit, o_len) = unitize(o0);
+    // C rebuilds o = f × s when the given normal is not a unit vector
+    let o0 = if o_len != 1.0 { unitize(cross(f0, s0)).0 } else { o_unit };
+    if norm(cross(f0, s0)) < MIN_AXIS_SINE {
+        return Err(Error::flag(
+            "-fdet_vector, -sdet_vector",
+            "the fast and slow axes are parallel: the pixels have no area",
+        ));
+    }
+    if dot(o0, unitize(cross(f0, s0)).0).abs() < MIN_AXIS_SINE {
+        let c = &cfg.custom;
+        let given = [
+            ("-fdet_vector", c.fdet),
+            ("-sdet_vector", c.sdet),
+            ("-odet_vector", c.odet),
+        ];
+        let flags: Vec<&str> = given.iter().filter(|(_, v)| v.is_some()).map(|(f, _)| *f).collect();
+        return Err(Error::flag(
+            flags.join(", "),
+            "the normal lies in the detector's plane (perpendicular to fdet × sdet)",
+        ));
+    }
+    let polar = unit_or_err(p, "-polar_vector")?;
+    let spindle = unit_or_err(u, "-spindle_axis")?;
+    // deliberate difference: C does not normalise the 2θ axis (see docs/differences.md)
+    let twotheta_axis = unit_or_err(tt_axis, "-twotheta_axis")?;
+    Ok(Axes {
+        beam,
+        f0,
+        s0,
+        o0,
+        polar,
+        spindle,
+        twotheta_axis,
+    })
+}
+
 impl DetectorGeometry {
     /// Resolve the detector from the user's configuration, in C's order.
     pub fn new(cfg: &DetectorConfig) -> Result<Self> {
         let px = cfg.pixel_size;
-        if !(px > 0.0 && px.is_finite()) {
-            return Err(Error::flag("-pixel", "pixel size must be positive"));
-        }
-        physical_length("-pixel", "a pixel size", px)?;
-        physical_length("-distance", "a distance", cfg.distance)?;
-        if let Some(d) = cfg.close_distance {
-            physical_length("-close_distance", "a distance", d)?;
-        }
-        let mut detsize_f = cfg.detsize_f;
-        let mut detsize_s = cfg.detsize_s;
-        if let Some(n) = cfg.fpixels.filter(|&n| n > 0) {
-            detsize_f = px * n as f64;
-        }
-        if let Some(n) = cfg.spixels.filter(|&n| n > 0) {
-            detsize_s = px * n as f64;
-        }
-        let fpixels = (detsize_f / px - 0.5).ceil();
-        let spixels = (detsize_s / px - 0.5).ceil();
-        if !(fpixels >= 1.0 && spixels >= 1.0) {
-            return Err(Error::flag(
-                "-detpixels (or -detpixels_f, -detpixels_s, -detsize, -detsize_f, -detsize_s)",
-                "the detector has no pixels",
-            ));
-        }
-        if fpixels * spixels > u32::MAX as f64 {
-            return Err(Error::flag(
-                "-detpixels (or -detpixels_f, -detpixels_s, -detsize, -detsize_f, -detsize_s)",
-                format!("{fpixels}x{spixels} pixels is too many"),
-            ));
-        }
-        let (fpixels, spixels) = (fpixels as usize, spixels as usize);
-
-        // near point and beam-centre defaults
-        let mut fclose = cfg.orgx.map(|o| (o - 0.5) * px).unwrap_or(detsize_f / 2.0);
-        let mut sclose = cfg.orgy.map(|o| (o - 0.5) * px).unwrap_or(detsize_s / 2.0);
-        let xclose = cfg.xclose.unwrap_or(fclose);
-        let yclose = cfg.yclose.unwrap_or(sclose);
-
-        // convention block: beam-centre defaults and the pivot (the beam spot on the detector
-        // follows from them in the tensor geometry, crate::diff::detector)
-        let (xbeam, ybeam, pivot);
-        match cfg.convention {
-            Convention::Adxv => {
-                xbeam = cfg.xbeam.unwrap_or((detsize_f + px) / 2.0);
-                ybeam = cfg.ybeam.unwrap_or((detsize_s - px) / 2.0);
-                pivot = Pivot::Beam;
-            }
-            Convention::Mosflm | Convention::Denzo => {
-                xbeam = cfg.xbeam.unwrap_or((detsize_s + px) / 2.0);
-                ybeam = cfg.ybeam.unwrap_or((detsize_f + px) / 2.0);
-                pivot = Pivot::Beam;
-            }
-            Convention::Xds | Convention::Dials => {
-                xbeam = cfg.xbeam.unwrap_or(xclose);
-                ybeam = cfg.ybeam.unwrap_or(yclose);
-                pivot = Pivot::Sample;
-            }
-            Convention::Custom => {
-                xbeam = cfg.xbeam.unwrap_or(xclose);
-                ybeam = cfg.ybeam.unwrap_or(yclose);
-                fclose = xbeam;
-                sclose = ybeam;
-                pivot = cfg.pivot;
-            }
-        }
-
-        let [b, f0, s0, o0, tt_axis, p, u] = convention_basis(cfg);
-        let beam = unit_or_err(b, "-beam_vector")?;
-        let f0 = unit_or_err(f0, "-fdet_vector")?;
-        let s0 = unit_or_err(s0, "-sdet_vector")?;
-        let (o_unit, o_len) = unitize(o0);
-        // C rebuilds o = f × s when the given normal is not a unit vector
-        let o0 = if o_len != 1.0 { unitize(cross(f0, s0)).0 } else { o_unit };
-        if norm(cross(f0, s0)) < MIN_AXIS_SINE {
-            return Err(Error::flag(
-                "-fdet_vector, -sdet_vector",
-                "the fast and slow axes are parallel: the pixels have no area",
-            ));
-        }
-        if dot(o0, unitize(cross(f0, s0)).0).abs() < MIN_AXIS_SINE {
-            let c = &cfg.custom;
-            let given = [
-                ("-fdet_vector", c.fdet),
-                ("-sdet_vector", c.sdet),
-                ("-odet_vector", c.odet),
-            ];
-            let flags: Vec<&str> = given.iter().filter(|(_, v)| v.is_some()).map(|(f, _)| *f).collect();
-            return Err(Error::flag(
-                flags.join(", "),
-                "the normal lies in the detector's plane (perpendicular to fdet × sdet)",
-            ));
-        }
-        let polar = unit_or_err(p, "-polar_vector")?;
-        let spindle = unit_or_err(u, "-spindle_axis")?;
-        // deliberate difference: C does not normalise the 2θ axis (see docs/differences.md)
-        let twotheta_axis = unit_or_err(tt_axis, "-twotheta_axis")?;
+        check_lengths(cfg)?;
+        let (detsize_f, detsize_s, fpixels, spixels) = pixel_counts(cfg)?;
+        let BeamCentre {
+            xbeam,
+            ybeam,
+            xclose,
+            yclose,
+            fclose,
+            sclose,
+            pivot,
+        } = beam_centre(cfg, detsize_f, detsize_s);
+        let Axes {
+            beam,
+            f0,
+            s0,
+            o0,
+            polar,
+            spindle,
+            twotheta_axis,
+        } = axes(cfg)?;
 
         let (rx, ry, rz, tt) = (cfg.rotx, cfg.roty, cfg.rotz, cfg.twotheta);
         let frame = DetectorFrame {

@@ -10,6 +10,7 @@ pub mod crystal;
 pub mod detector;
 pub mod panels;
 pub mod pixels;
+mod resolve;
 pub mod resources;
 pub mod sampling;
 pub mod sources;
@@ -117,91 +118,19 @@ impl Experiment {
         let mut warnings = Vec::new();
         let (beam_cfg, xtal_cfg, samp) = (&cfg.beam, &cfg.crystal, &cfg.sampling);
         let lambda0 = beam_cfg.lambda0;
-        if !(lambda0 > 0.0 && lambda0.is_finite()) {
-            return Err(Error::flag("-lambda", "wavelength must be positive"));
-        }
-        let has_data = grid.as_ref().is_some_and(|g| g.entries > 0);
-        if !has_data && xtal_cfg.default_f == 0.0 {
-            return Err(Error::Config(
-                "no structure factors: give -hkl FILE, keep an Fdump.bin in the working directory, or set -default_F"
-                    .into(),
-            ));
-        }
-
-        // fluence from flux, sample clipped by the beam
-        let mut fluence = beam_cfg.fluence;
-        let (flux, exposure, beamsize) = (beam_cfg.flux, beam_cfg.exposure, beam_cfg.beamsize);
-        if flux != 0.0 && exposure > 0.0 && beamsize >= 0.0 {
-            if beamsize == 0.0 {
-                return Err(Error::flag(
-                    "-beamsize",
-                    "a zero beam size with -flux gives an infinite fluence",
-                ));
-            }
-            fluence = flux * exposure / (beamsize * beamsize);
-        }
-        let (mut sample_y, mut sample_z) = (xtal_cfg.sample_y, xtal_cfg.sample_z);
-        if beamsize >= 0.0 {
-            if beamsize < sample_y {
-                warnings.push(format!("clipping sample ({sample_y} m high) with beam ({beamsize} m)"));
-                sample_y = beamsize;
-            }
-            if beamsize < sample_z {
-                warnings.push(format!("clipping sample ({sample_z} m wide) with beam ({beamsize} m)"));
-                sample_z = beamsize;
-            }
-        }
-        let flux = if exposure > 0.0 {
-            fluence / exposure * beamsize * beamsize
-        } else {
-            flux
-        };
-
+        let has_data = resolve::check_structure_factors(lambda0, xtal_cfg.default_f, grid.as_ref())?;
+        let beam = resolve::beam_on_sample(beam_cfg, xtal_cfg, &mut warnings)?;
         let detector = DetectorGeometry::new(&cfg.detector)?;
         let roi = resolve_roi(cfg, &detector, &mut warnings)?;
-        let mask = match &cfg.detector.mask {
-            Some(m) if m.len() != detector.pixels() => {
-                return Err(Error::flag(
-                    "-mask",
-                    format!("mask has {} pixels but the detector has {}", m.len(), detector.pixels()),
-                ))
-            }
-            m => m.clone(),
-        };
+        let mask = resolve::mask(cfg, &detector)?;
 
         // sampling
         let phi = sampling::phi_sweep(xtal_cfg.phisteps, xtal_cfg.osc, xtal_cfg.phistep);
         let hdiv = sampling::spread_sweep(beam_cfg.hdivsteps, beam_cfg.hdivrange, beam_cfg.hdivstep);
         let vdiv = sampling::spread_sweep(beam_cfg.vdivsteps, beam_cfg.vdivrange, beam_cfg.vdivstep);
         let disp = sampling::spread_sweep(beam_cfg.dispsteps, Some(beam_cfg.dispersion), None);
-        let det = &cfg.detector;
-        let thick = sampling::thickness_sweep(det.thicksteps, det.thickness, det.thickstep);
-        let mut mu = det.mu.unwrap_or(-1.0);
-        if thick.range > 0.0 && mu < 0.0 {
-            mu = 1.0 / thick.range;
-            warnings.push(format!("setting detector attenuation depth to {mu} m"));
-        }
-        let sensor = Sensor {
-            thickness: thick.range,
-            layers: thick.count,
-            step: thick.step,
-            mu,
-        };
-        if let Some(spread) = xtal_cfg.mosaic_spread {
-            // C draws the domains with the spread as a float: beyond its range every rotation is NaN
-            if spread > 0.0 && !(spread as f32).is_finite() {
-                return Err(Error::flag(
-                    "-mosaic",
-                    format!(
-                        "a spread of {} degrees overflows the single precision C draws domains in",
-                        crate::base::cfmt::fmt_g(spread.to_degrees())
-                    ),
-                ));
-            }
-        }
-        let (domains, mosaic_spread, mosaic_warning) =
-            sampling::mosaic_domains(xtal_cfg.mosaic_domains, xtal_cfg.mosaic_spread);
-        warnings.extend(mosaic_warning.map(String::from));
+        let sensor = resolve::sensor(&cfg.detector, &mut warnings);
+        let (domains, mosaic_spread) = resolve::mosaic(xtal_cfg, &mut warnings)?;
 
         // interpolation: C decides from the N given on the command line, before N is final
         let interpolate = match xtal_cfg.interpolate {
@@ -210,52 +139,9 @@ impl Experiment {
         } && has_data;
 
         let lattice = CrystalLattice::new(xtal_cfg, lambda0)?;
-        let n_from = |size: f64, n: f64, v: &[f64; 3]| {
-            let n = if size > 0.0 { (size / norm(*v)).ceil() } else { n };
-            if n <= 1.0 {
-                1.0
-            } else {
-                n
-            }
-        };
-        let n_cells = [
-            n_from(xtal_cfg.sample_x, xtal_cfg.na, &lattice.a),
-            n_from(sample_y, xtal_cfg.nb, &lattice.b),
-            n_from(sample_z, xtal_cfg.nc, &lattice.c),
-        ];
-        let xtal_max = [
-            norm(lattice.a) * n_cells[0],
-            norm(lattice.b) * n_cells[1],
-            norm(lattice.c) * n_cells[2],
-        ]
-        .into_iter()
-        .fold(0.0, f64::max);
-        let reciprocal_pixel = lambda0 * detector.distance / detector.pixel_size;
-        // C stores this in an int: a non-finite value (beam parallel to the detector, distance 0)
-        // becomes negative there and falls back to 1
-        let ratio = (3.0 * xtal_max / reciprocal_pixel).ceil();
-        let recommended = if ratio.is_finite() && ratio >= 1.0 && ratio <= i32::MAX as f64 {
-            ratio as usize
-        } else {
-            1
-        };
-        let oversample = match samp.oversample {
-            Some(n) if n > 0 => n as usize,
-            _ => recommended.min(MAX_AUTO_OVERSAMPLE),
-        };
-        if oversample < recommended && samp.oversample.is_none_or(|n| n <= 0) {
-            warnings.push(format!(
-                "maximum dimension of sample is {} A but reciprocal pixel size is {} A: C would oversample {recommended}x{recommended}; automatic oversampling stops at {MAX_AUTO_OVERSAMPLE} (give -oversample {recommended} for C's choice)",
-                crate::base::cfmt::fmt_g(xtal_max * 1e10),
-                crate::base::cfmt::fmt_g(reciprocal_pixel * 1e10)
-            ));
-        } else if oversample < recommended {
-            warnings.push(format!(
-                "maximum dimension of sample is {} A but reciprocal pixel size is {} A: recommend -oversample {recommended}",
-                crate::base::cfmt::fmt_g(xtal_max * 1e10),
-                crate::base::cfmt::fmt_g(reciprocal_pixel * 1e10)
-            ));
-        }
+        let n_cells = resolve::unit_cells(xtal_cfg, &lattice, &beam);
+        let (oversample, recommended) =
+            resolve::oversampling(samp.oversample, &lattice, n_cells, lambda0, &detector, &mut warnings);
 
         let divergence_points = hdiv.count.saturating_mul(vdiv.count);
         resources::check(&resources::Demand {
@@ -276,49 +162,14 @@ impl Experiment {
             threads: crate::base::threads::default_count(),
         })?;
 
-        let sources = match &beam_cfg.sources {
-            Some(rows) => sources::from_rows(rows, detector.beam, lambda0)?,
-            None => sources::generate(
-                detector.beam,
-                detector.polar,
-                lambda0,
-                hdiv,
-                vdiv,
-                beam_cfg.round_div,
-                disp,
-            ),
-        };
-        if sources.is_empty() {
-            return Err(Error::flag(
-                DIVERGENCE_FLAGS,
-                "no source survives the elliptical trimming of the divergence grid (-square_div keeps its corners)",
-            ));
-        }
+        let sources = resolve::sources(beam_cfg, &detector, hdiv, vdiv, disp)?;
         check_wavelengths(&sources, lambda0, beam_cfg.sources.is_some(), &lattice)?;
-
-        if Vec::<Mat3>::new().try_reserve_exact(domains).is_err() {
-            return Err(Error::flag(
-                MOSAIC_DOMAINS_FLAGS,
-                format!("cannot allocate {domains} mosaic domains"),
-            ));
-        }
-        let mosaic_umats = crate::diff::mosaic::mosaic_matrices(mosaic_spread, domains, xtal_cfg.mosaic_seed);
+        let mosaic_umats = resolve::mosaic_rotations(mosaic_spread, domains, xtal_cfg.mosaic_seed)?;
 
         let water_size = samp.water_size;
-        let i_bg = fluence * water_size.powi(3) * WATER_BACKGROUND;
-        check_intensity_factors(fluence, i_bg, xtal_cfg.default_f, grid.as_ref())?;
-        let cells: f64 = n_cells.iter().product();
-        if !(cells * cells).is_finite() {
-            return Err(Error::flag(
-                N_FLAGS,
-                format!(
-                    "{} x {} x {} unit cells: the lattice factor's peak (Na·Nb·Nc)² overflows double precision",
-                    crate::base::cfmt::fmt_g(n_cells[0]),
-                    crate::base::cfmt::fmt_g(n_cells[1]),
-                    crate::base::cfmt::fmt_g(n_cells[2])
-                ),
-            ));
-        }
+        let i_bg = beam.fluence * water_size.powi(3) * WATER_BACKGROUND;
+        check_intensity_factors(beam.fluence, i_bg, xtal_cfg.default_f, grid.as_ref())?;
+        resolve::check_cell_count(n_cells)?;
         // representable: resources::check bounded every factor
         let steps = [domains, phi.count, oversample, oversample]
             .iter()
@@ -354,10 +205,10 @@ impl Experiment {
             },
             polarization: beam_cfg.polarization,
             nopolar: beam_cfg.nopolar,
-            fluence,
-            flux,
-            exposure,
-            beamsize,
+            fluence: beam.fluence,
+            flux: beam.flux,
+            exposure: beam_cfg.exposure,
+            beamsize: beam_cfg.beamsize,
             dmin: samp.dmin,
             water_size,
             i_bg,
