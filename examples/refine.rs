@@ -65,29 +65,13 @@ fn main() -> nanobragg::Result<()> {
     let (cfg, exp) = config(TRUTH)?;
     let labels: Vec<&str> = START.iter().map(|(l, _)| *l).collect();
 
-    // the observed image: the truth with C's Poisson noise
     let mut truth = ImageObjective::<Ad>::new(&cfg, &exp, Selection::default(), &[], Loss::default(), &device);
-    let clean = truth.image(&[])?.data;
-    let mut noise = PoissonNoise::new(seed);
-    let observed: Vec<f32> = clean.iter().map(|&v| noise.poisson(v)).collect();
-    let photons: f64 = observed.iter().map(|&v| v as f64).sum();
-    let max = observed.iter().cloned().fold(0.0f32, f32::max);
-    println!(
-        "observed: {}x{} pixels, {photons:.3e} photons, max {max} per pixel (noise seed {seed})",
-        exp.detector.fpixels, exp.detector.spixels
-    );
+    let observed = observe(&mut truth, &exp, seed)?;
 
     let selection = Selection::named(&labels, &truth.base)?;
     let x_true = selection.read(&truth.base)?;
     let v_true = selection.display(&x_true);
-    let v0: Vec<f64> = v_true
-        .iter()
-        .zip(&START)
-        .map(|(&v, (_, p))| match p {
-            Perturb::Add(d) => v + d,
-            Perturb::Relative(r) => v * (1.0 + r),
-        })
-        .collect();
+    let v0 = perturbed(&v_true);
     let x0 = selection.x_from_display(&v0);
     let mut objective = ImageObjective::<Ad>::new(&cfg, &exp, selection.clone(), &observed, Loss::default(), &device);
     objective.options.pixel_kernel = native;
@@ -111,22 +95,7 @@ fn main() -> nanobragg::Result<()> {
     let grad = objective.gradient_passes;
     let loss_true = nanobragg::refine::Objective::value(&mut objective, &x_true)?;
 
-    // Cramér–Rao standard errors at the truth (forward differences of the noiseless model)
-    let steps: Vec<f64> = selection
-        .components
-        .iter()
-        .map(|c| if c.log { 1e-3 } else { 1e-2 })
-        .collect();
-    let fisher = poisson_fisher(&mut objective, &x_true, &steps, 1e-3)?;
-    let (se_x, corr) = standard_errors(&fisher)?;
-    // σ in display units (a log component's σ is relative)
-    let se: Vec<f64> = selection
-        .components
-        .iter()
-        .zip(&se_x)
-        .zip(&v_true)
-        .map(|((c, s), v)| if c.log { s * v } else { *s })
-        .collect();
+    let (se, corr) = cramer_rao(&mut objective, &selection, &x_true, &v_true)?;
 
     // burn's Adam from the same start, 200 steps
     let t = Instant::now();
@@ -153,11 +122,69 @@ fn main() -> nanobragg::Result<()> {
         adam_out.loss
     );
     println!();
+    let refined = [selection.display(&out.x), selection.display(&adam_out.x)];
+    print_table(&selection, [&v_true, &v0, &refined[0], &refined[1]], &se);
+    print_correlations(&selection, &corr);
+    Ok(())
+}
+
+/// The observed image: the truth's with C's Poisson noise drawn from `seed`.
+fn observe(truth: &mut ImageObjective<Ad>, exp: &Experiment, seed: i64) -> nanobragg::Result<Vec<f32>> {
+    let clean = truth.image(&[])?.data;
+    let mut noise = PoissonNoise::new(seed);
+    let observed: Vec<f32> = clean.iter().map(|&v| noise.poisson(v)).collect();
+    let photons: f64 = observed.iter().map(|&v| v as f64).sum();
+    let max = observed.iter().cloned().fold(0.0f32, f32::max);
+    println!(
+        "observed: {}x{} pixels, {photons:.3e} photons, max {max} per pixel (noise seed {seed})",
+        exp.detector.fpixels, exp.detector.spixels
+    );
+    Ok(observed)
+}
+
+/// The start: each true value (display units) moved by its perturbation in [`START`].
+fn perturbed(v_true: &[f64]) -> Vec<f64> {
+    v_true
+        .iter()
+        .zip(&START)
+        .map(|(&v, (_, p))| match p {
+            Perturb::Add(d) => v + d,
+            Perturb::Relative(r) => v * (1.0 + r),
+        })
+        .collect()
+}
+
+/// Cramér–Rao standard errors at the truth (forward differences of the noiseless model), in
+/// display units (a log component's σ is relative), and the estimates' correlations.
+fn cramer_rao(
+    objective: &mut ImageObjective<Ad>,
+    selection: &Selection,
+    x_true: &[f64],
+    v_true: &[f64],
+) -> nanobragg::Result<(Vec<f64>, Vec<Vec<f64>>)> {
+    let steps: Vec<f64> = selection
+        .components
+        .iter()
+        .map(|c| if c.log { 1e-3 } else { 1e-2 })
+        .collect();
+    let fisher = poisson_fisher(objective, x_true, &steps, 1e-3)?;
+    let (se_x, corr) = standard_errors(&fisher)?;
+    let se = selection
+        .components
+        .iter()
+        .zip(&se_x)
+        .zip(v_true)
+        .map(|((c, s), v)| if c.log { s * v } else { *s })
+        .collect();
+    Ok((se, corr))
+}
+
+/// True, start, L-BFGS and Adam values of each component, with σ and the errors in σ.
+fn print_table(selection: &Selection, [v_true, v0, v_lbfgs, v_adam]: [&[f64]; 4], se: &[f64]) {
     println!(
         "{:<10} {:>4} {:>11} {:>11} {:>11} {:>9} {:>7} {:>11} {:>7}",
         "parameter", "unit", "true", "start", "L-BFGS", "σ (CR)", "err/σ", "Adam", "err/σ"
     );
-    let (v_lbfgs, v_adam) = (selection.display(&out.x), selection.display(&adam_out.x));
     for (i, c) in selection.components.iter().enumerate() {
         println!(
             "{:<10} {:>4} {:>11.5} {:>11.5} {:>11.5} {:>9.2e} {:>7.2} {:>11.5} {:>7.2}",
@@ -172,9 +199,13 @@ fn main() -> nanobragg::Result<()> {
             (v_adam[i] - v_true[i]) / se[i]
         );
     }
+}
+
+/// The five strongest correlations of the estimates.
+fn print_correlations(selection: &Selection, corr: &[Vec<f64>]) {
     println!();
     println!("strongest correlations of the estimates (Cramér–Rao):");
-    let mut pairs: Vec<(f64, usize, usize)> = (0..se.len())
+    let mut pairs: Vec<(f64, usize, usize)> = (0..corr.len())
         .flat_map(|i| (0..i).map(move |j| (i, j)))
         .map(|(i, j)| (corr[i][j], i, j))
         .collect();
@@ -185,5 +216,4 @@ fn main() -> nanobragg::Result<()> {
             selection.components[*i].label, selection.components[*j].label
         );
     }
-    Ok(())
 }

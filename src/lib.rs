@@ -2,10 +2,10 @@
 //! (J. Holton and K. Frankel) on burn.
 //!
 //! Data flow: [`config::SimConfig`] (what the user asked for, C defaults, SI units) →
-//! [`setup::Experiment`] (host-side resolution in f64: geometry, sampling, sources, mosaic
+//! [`experiment::Experiment`] (host-side resolution in f64: geometry, sampling, sources, mosaic
 //! domains, structure factors) → [`scene`] (flat arrays, uploaded as tensors) →
 //! [`physics`] stages (pure functions generic over the burn backend) composed by
-//! [`simulate::render`] over chunks of pixels → [`simulate::Image`].
+//! [`render::render`] over chunks of pixels → [`render::Image`].
 
 #[cfg(feature = "app")]
 pub mod app;

@@ -38,7 +38,7 @@ pub struct LatticeTensors<B: Backend> {
 ///
 /// C's clamps are left out, all inactive for a cell that exists (angles in (0, π) with
 /// α + β + γ < 2π and each angle below the sum of the other two), which the host setup checks
-/// before (`setup::crystal::cell_problem`): V ≤ 0 → MIN_POSITIVE, non-positive reciprocal
+/// before (`experiment::crystal::cell_problem`): V ≤ 0 → MIN_POSITIVE, non-positive reciprocal
 /// lengths → |x|, cos α*, cos β*, cos γ* with x² > 1 → 1 and sin γ* clamped to [−1, 1].
 pub fn reciprocal_from_cell<B: Backend>(cell: Tensor<B, 1>) -> ([Tensor<B, 1>; 3], Tensor<B, 1>) {
     let [a, b, c] = components(&cell.clone().narrow(0, 0, 3));
@@ -143,7 +143,7 @@ pub fn lattice<B: Backend>(
     }
 }
 
-/// `v` `[3]` rescaled to the length `len` `[1]` (`geometry::rescale` without its zero guard).
+/// `v` `[3]` rescaled to the length `len` `[1]` (`base::vec3::rescale` without its zero guard).
 fn rescale<B: Backend>(v: Tensor<B, 1>, len: Tensor<B, 1>) -> Tensor<B, 1> {
     let n = norm3(&v);
     v * (len / n)

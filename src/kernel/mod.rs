@@ -13,7 +13,7 @@
 //!   native loop; autodiff renders a simulator's parameters with its inner backend's kernel).
 //! * [`render`]: images from one launch, on any backend that has the kernel.
 //!
-//! The tensor stages (`src/simulate.rs`) stay the reference; `tests/integration/kernel.rs`
+//! The tensor stages (`src/render/mod.rs`) stay the reference; `tests/integration/kernel.rs`
 //! holds the two against each other and against C.
 
 #[cfg(feature = "gpu")]

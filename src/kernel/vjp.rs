@@ -1,7 +1,7 @@
 //! The vector–Jacobian kernel from the host: which jobs it covers, its launch
 //! ([`PixelKernel::pixel_vjp`], [`super::adjoint`]) and its sums as gradients of the scene's
 //! variables ([`SceneTensors::variables`]), which the small host product (∂z/∂θ)ᵀ·g_z turns
-//! into the parameters' gradients (`gradient::scene_to_params`).
+//! into the parameters' gradients (`gradients::scene_to_params`).
 
 use super::backend::{KernelInputs, PixelKernel, VjpShape};
 use super::job::{HostImage, JobSums, PixelJob};
@@ -380,7 +380,7 @@ pub fn derivative_images<B: PixelKernel>(
 }
 
 /// The Jacobian columns ∂z/∂θ_i of the derivative module's scene vector (component-major
-/// `[m, n]`, [`derivative::layout`] order) as the kernel's tangents `[n, width]`, in the
+/// `[m, n]`, [`gradients::derivative::layout`] order) as the kernel's tangents `[n, width]`, in the
 /// vector–Jacobian layout. The kernel's a/λ slots hold Σ (d − i)·∂L/∂h ([`orientation_gradients`]), so an
 /// offset's tangent there is ∂(a·i/λ)/∂θ − i·∂(a/λ)/∂θ.
 fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3]], width: usize) -> Vec<f64> {
