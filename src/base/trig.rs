@@ -85,7 +85,9 @@ mod tests {
     use burn::backend::Autodiff;
     use burn::tensor::TensorData;
 
-    type F32 = NdArray<f32>;
+    /// The tests' CPU backend: f64 by default (the device's default dtype is fixed once per
+    /// process, and the other unit tests need f64), its tensors here created in f32 explicitly.
+    type F32 = NdArray<f64>;
 
     fn values(t: Tensor<F32, 1>) -> Vec<f64> {
         t.into_data().convert::<f64>().to_vec().unwrap()
@@ -108,7 +110,7 @@ mod tests {
     /// to the smallest arguments, at the zeros and far from the origin.
     #[test]
     fn f32_sines_are_accurate_relative_to_their_value() {
-        let device = Default::default();
+        let device = crate::diff::testing::dev();
         let ts = [
             1e-30f32, -3e-12, 1e-7, 2.5e-4, 0.01, 0.1, 0.25, 0.4999, 0.5, 0.75, 0.999999, 1.0, 1.5, 3.3, -17.25,
             123.456, 1000.0001, -4095.7, 7.0,
@@ -136,7 +138,7 @@ mod tests {
     /// The polynomial path differentiates: d sin(π t)/dt = π cos(π t).
     #[test]
     fn f32_sine_gradient_is_pi_cosine() {
-        let device = Default::default();
+        let device = crate::diff::testing::dev();
         let t =
             Tensor::<Autodiff<F32>, 1>::from_data(TensorData::from([0.1f32, -0.7, 2.3, 1e-5]), (&device, DType::F32))
                 .require_grad();
