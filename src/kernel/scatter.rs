@@ -22,9 +22,7 @@ use super::registers::{copy_f32, copy_i32};
 use super::stages::detector::sample_ray;
 use super::stages::lattice::lattice_factor_partials;
 use super::stages::scattering::{kept, miller_index};
-use super::stages::structure_factor::{
-    block_node, lagrange_weight, nearest_node, structure_factor, tricubic_block,
-};
+use super::stages::structure_factor::{block_node, lagrange_weight, nearest_node, structure_factor, tricubic_block};
 use cubecl::prelude::*;
 
 /// `x` (in fixed-point units, |x| < 2^62) rounded to an integer and added to node `node`'s

@@ -73,8 +73,7 @@ const COS_X14: f32 = COS_TAYLOR_F32[7];
 #[cube]
 pub(crate) fn sin_series(x: f32) -> f32 {
     let x2 = x * x;
-    let series = SIN_X1
-        + x2 * (SIN_X3 + x2 * (SIN_X5 + x2 * (SIN_X7 + x2 * (SIN_X9 + x2 * (SIN_X11 + x2 * SIN_X13)))));
+    let series = SIN_X1 + x2 * (SIN_X3 + x2 * (SIN_X5 + x2 * (SIN_X7 + x2 * (SIN_X9 + x2 * (SIN_X11 + x2 * SIN_X13)))));
     x * series
 }
 
@@ -83,8 +82,7 @@ pub(crate) fn sin_series(x: f32) -> f32 {
 fn cos_series(x: f32) -> f32 {
     let x2 = x * x;
     COS_X0
-        + x2 * (COS_X2
-            + x2 * (COS_X4 + x2 * (COS_X6 + x2 * (COS_X8 + x2 * (COS_X10 + x2 * (COS_X12 + x2 * COS_X14))))))
+        + x2 * (COS_X2 + x2 * (COS_X4 + x2 * (COS_X6 + x2 * (COS_X8 + x2 * (COS_X10 + x2 * (COS_X12 + x2 * COS_X14))))))
 }
 
 /// sin(π·t) and cos(π·t).

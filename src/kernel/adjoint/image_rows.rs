@@ -2,12 +2,12 @@
 //! without the `-oversample_*` products): every pixel of the thread adds into the same
 //! accumulators, and one workgroup sum serves them all.
 
+use super::reduce::{emit_rows, reduce_columns, shared_len, zero, Outlet};
+use super::terms::{batch_terms, factor_adjoints, first_nearest_term, pixel_factors, term_cotangent};
 use crate::kernel::job::Switches;
 use crate::kernel::layout::*;
 use crate::kernel::pixel::is_rendered;
 use crate::kernel::registers::{load_batch, BATCH_ROW};
-use super::reduce::{emit_rows, reduce_columns, shared_len, zero, Outlet};
-use super::terms::{batch_terms, factor_adjoints, first_nearest_term, pixel_factors, term_cotangent};
 use cubecl::prelude::*;
 
 /// The pixels of [`image_rows_vjp`]'s invocation across its orientation batches: the scale

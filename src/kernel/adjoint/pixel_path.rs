@@ -1,13 +1,13 @@
 //! One pixel an invocation: the vector–Jacobian kernel where the `-oversample_*` products
 //! apply (or an image row a thread is all the launch asks), and the derivative-image kernel.
 
+use super::image_rows::image_rows_vjp;
+use super::reduce::{contract, emit_rows, reduce_columns, shared_len, zero, Outlet};
+use super::terms::{batch_terms, factor_adjoints, first_nearest_term, pixel_factors, term_cotangent, PixelFactors};
 use crate::kernel::job::Switches;
 use crate::kernel::layout::*;
 use crate::kernel::pixel::is_rendered;
 use crate::kernel::registers::{copy_f32, copy_i32, load_batch, still_registers, BATCH_ROW};
-use super::image_rows::image_rows_vjp;
-use super::reduce::{contract, emit_rows, reduce_columns, shared_len, zero, Outlet};
-use super::terms::{batch_terms, factor_adjoints, first_nearest_term, pixel_factors, term_cotangent, PixelFactors};
 use cubecl::prelude::*;
 
 /// One pixel's adjoint (x = fast, y = slow, one shot), 64 invocations per workgroup along
@@ -394,7 +394,16 @@ fn finish_pixel(
             output[k * outlet.pixels + outlet.pixel] += contract(acc, 0usize, G_GLOBALS, input, k * outlet.width);
         }
     } else {
-        reduce_columns(acc, G_GLOBALS, shared, output, outlet.row, G_GLOBALS, outlet.unit, false);
+        reduce_columns(
+            acc,
+            G_GLOBALS,
+            shared,
+            output,
+            outlet.row,
+            G_GLOBALS,
+            outlet.unit,
+            false,
+        );
     }
 }
 

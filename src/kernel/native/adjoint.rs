@@ -1,18 +1,18 @@
 //! The adjoints of the native loop's helpers ([`super::pixel`]), in f64: each returns its
 //! forward value with its partial derivatives, or pushes a cotangent back into the pixel's
 //! accumulators, in the vector–Jacobian layout of the cube kernel (`kernel::layout`'s `G_*`
-//! slots, then 12 numbers per orientation row). They mirror the cube adjoint kernel's helpers
-//! of the same names (`kernel::adjoint`), and the tensor stages' partials (`physics/`), which
-//! stay the reference.
+//! slots, then 12 numbers per orientation row). They mirror the cube kernels' adjoint helpers
+//! (`kernel::stages`, named `…_partials` and `…_adjoint` there, beside the forward helpers)
+//! and the tensor stages' partials (`physics/`), which stay the reference.
 
 use super::inputs::{Grid, Params, Source, V3};
 use super::pixel::{self as forward, cross, dot, fractional, grid_offset, lagrange_weights, scaled, sum3};
 use super::real::{cos_pi_small, sin_pi_small};
-use crate::kernel::layout as at;
-use crate::kernel::Switches;
 use crate::base::series::{
     CHEBYSHEV_MAX_N, GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_SLOPE, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
 };
+use crate::kernel::layout as at;
+use crate::kernel::Switches;
 use std::f64::consts::PI;
 
 type V = V3<f64>;
@@ -185,7 +185,7 @@ pub fn kahn_factor(p: &Params<f64>, sw: &Switches, acc: &mut [f64], source: &Sou
     push_direction(p, sw, acc, ray, g_d);
 }
 
-/// sin(Nπh)/sin(πh) on δ = h − round(h), with ∂/∂h and ∂/∂N (the tensor stage's `sincg_n`):
+/// sin(Nπh)/sin(πh) on δ = h − floor(h + ½), with ∂/∂h and ∂/∂N (the tensor stage's `sincg_n`):
 /// with x = πδ, ∂/∂N = x·cos(Nx)/sin x and ∂/∂h = π·(N·cos(Nx) − value·cos x)/sin x; at a node
 /// (|δ| below [`SINCG_EPS`]) N, 1 and 0.
 ///

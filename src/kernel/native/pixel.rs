@@ -1,17 +1,17 @@
 //! C's per-pixel loop in native Rust: layers × sub-pixels × sources × orientation rows, in
 //! C's order, for one pixel (physics reference §7).
 //!
-//! Each helper carries the name of the cube kernel's helper it mirrors (`kernel::pixel`) and
+//! Each helper carries the name of the cube kernel's helper it mirrors (`kernel::stages`) and
 //! of the tensor stage beside it (`physics/`): [`sample_position`], [`curved_position`],
 //! [`solid_angle`], [`capture_fraction`], [`stol`], [`kahn_factor`], [`miller_index`],
 //! [`lattice_factor`], [`nearest`], [`tricubic`].
 
 use super::inputs::{Grid, Inputs, Params, Row, Source, V3};
 use super::real::Real;
-use crate::kernel::Switches;
 use crate::base::series::{
     CHEBYSHEV_MAX_N, GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
 };
+use crate::kernel::Switches;
 
 #[inline]
 pub(super) fn dot<F: Real>(a: V3<F>, b: V3<F>) -> F {
@@ -120,7 +120,8 @@ pub fn fractional<F: Real>(x: F) -> F {
     x - (x - F::of(0.5)).ceil()
 }
 
-/// sin(N·π·h)/sin(π·h) on δ = h − round(h) (the sign dropped squares away); N at a node.
+/// sin(N·π·h)/sin(π·h) on δ = h − floor(h + ½) (the sign dropped squares away; the rules for
+/// δ in [`crate::base::series`]); N at a node.
 ///
 /// For whole N up to [`CHEBYSHEV_MAX_N`] it is U_{N−1}(cos πδ), Chebyshev's polynomial of the
 /// second kind, by its recurrence: one cosine instead of two sines, exact at the node, and

@@ -1,7 +1,7 @@
-//! The detector (the tensor stages' `physics::detector`): a sample's
-//! position on the planar or curved detector, its ray (air path and direction) and the solid
-//! angle ω, each with its adjoint back to the detector frame (pix0, the rows f, s, o), the
-//! curved detector's axes and distance, and close_distance.
+//! The detector (the tensor stages' `physics::detector`): a sample's position on the planar
+//! or curved detector, its ray (air path and direction) and the solid angle ω, each with its
+//! adjoint back to the detector frame (pix0, the rows f, s, o), the curved detector's axes and
+//! distance, and close_distance.
 
 use super::vectors::{add3, cross, dot, load3, scaled, sum3, Vec3};
 use crate::kernel::job::Switches;

@@ -9,7 +9,7 @@ use crate::base::series::{
     SINC3_TAYLOR_F32, SINCG_DH_SERIES_BELOW_F32, SINCG_DH_TAYLOR_F32, SINCG_EPS_F32, TOPHAT_R2_F32,
 };
 use crate::kernel::layout::*;
-use crate::kernel::trig::{sin_cos, sin_cos_pi, sin_pi, sin_series, cos_pi, PI_F32};
+use crate::kernel::trig::{cos_pi, sin_cos, sin_cos_pi, sin_pi, sin_series, PI_F32};
 use cubecl::prelude::*;
 
 // The series of [`crate::base::series`] as scalars: a kernel reads a `const` scalar, not an
@@ -36,7 +36,7 @@ pub(crate) fn fractional(x: f32) -> f32 {
     x - (x - 0.5).ceil()
 }
 
-/// sin(N·π·h)/sin(π·h), the one-dimensional lattice sum, on δ = h − round(h): for integer
+/// sin(N·π·h)/sin(π·h), the one-dimensional lattice sum, on δ = h − floor(h + ½): for integer
 /// N the sign it drops squares away in the intensity. N·δ is reduced by [`sin_pi`]; at a node
 /// (|δ| below [`SINCG_EPS_F32`]) the value is its limit N.
 #[cube]
@@ -121,7 +121,7 @@ pub(crate) fn lattice_factor(
     f
 }
 
-/// sin(Nπh)/sin(πh) on δ = h − round(h) and its partials ∂/∂h, ∂/∂N.
+/// sin(Nπh)/sin(πh) on δ = h − floor(h + ½) and its partials ∂/∂h, ∂/∂N.
 #[derive(CubeType, Clone, Copy)]
 pub struct SincgPartials {
     pub value: f32,
@@ -497,7 +497,9 @@ mod tests {
         for _ in 0..300 {
             out.push([0, 1, 2].map(|_| (uniform() * 12.0 - 6.0) as f32));
         }
-        let offsets = [0.0, 1e-7, -1e-6, 1e-5, -1e-4, 1e-3, -3e-3, 5e-3, -1e-2, 2e-2, -0.05, 0.1, 0.3];
+        let offsets = [
+            0.0, 1e-7, -1e-6, 1e-5, -1e-4, 1e-3, -3e-3, 5e-3, -1e-2, 2e-2, -0.05, 0.1, 0.3,
+        ];
         for (j, &node) in [0.0f64, 1.0, -3.0, 17.0, -250.0].iter().enumerate() {
             for (m, &e) in offsets.iter().enumerate() {
                 let other = offsets[(m + j + 3) % offsets.len()];
@@ -544,7 +546,9 @@ mod tests {
         let f = stage::lattice_factor(&hkl, &case.shape(), Some(&t));
         let grads = f.clone().sum().backward();
         let read = |t: Option<Tensor<B, 2>>, width: usize| -> Vec<f64> {
-            t.map_or(vec![0.0; r * width], |g| g.into_data().convert::<f64>().to_vec().unwrap())
+            t.map_or(vec![0.0; r * width], |g| {
+                g.into_data().convert::<f64>().to_vec().unwrap()
+            })
         };
         let value = read(Some(f.inner()), 1);
         let d_hkl = hkl.map(|x| read(x.grad(&grads), 1));
@@ -585,7 +589,10 @@ mod tests {
                 }
             }
             if peak > 0.0 {
-                eprintln!("{name} quantity {q}: worst {:.2e} of the peak {peak:.3e}", worst.0 / peak);
+                eprintln!(
+                    "{name} quantity {q}: worst {:.2e} of the peak {peak:.3e}",
+                    worst.0 / peak
+                );
             }
         }
     }
@@ -593,12 +600,7 @@ mod tests {
     fn cases() -> Vec<Case> {
         let recip = [[0.031, 0.0042, -0.0017], [0.0, 0.027, 0.0051], [0.0013, -0.0022, 0.019]];
         let recip = recip.map(|r| r.map(|x: f64| x as f32));
-        let case = |shape, n, fudge| Case {
-            shape,
-            n,
-            fudge,
-            recip,
-        };
+        let case = |shape, n, fudge| Case { shape, n, fudge, recip };
         vec![
             case(CrystalShape::Square, [5.0, 7.0, 3.0], 1.0),
             case(CrystalShape::Square, [4.5, 6.25, 2.0], 1.0),
@@ -629,7 +631,7 @@ mod tests {
             let want = reference_values(&case, &pts);
             let got: Vec<Vec<f64>> = got.iter().map(|&g| vec![f64::from(g)]).collect();
             let want: Vec<Vec<f64>> = want.iter().map(|&w| vec![w]).collect();
-            compare(&format!("{:?} N {:?}", case.shape, case.n), &got, &want, 2e-6);
+            compare(&format!("{:?} N {:?}", case.shape, case.n), &got, &want, 1e-6);
         }
     }
 
@@ -647,7 +649,10 @@ mod tests {
                 return;
             };
             let want = reference_partials(&case, &pts);
-            let got: Vec<Vec<f64>> = got.chunks(PARTIALS).map(|g| g.iter().map(|&x| f64::from(x)).collect()).collect();
+            let got: Vec<Vec<f64>> = got
+                .chunks(PARTIALS)
+                .map(|g| g.iter().map(|&x| f64::from(x)).collect())
+                .collect();
             let want: Vec<Vec<f64>> = want.iter().map(|w| w.to_vec()).collect();
             compare(&format!("{:?} N {:?} partials", case.shape, case.n), &got, &want, 4e-6);
         }
