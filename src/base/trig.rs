@@ -13,6 +13,7 @@
 //! Every step is a differentiable tensor operation (the floor's derivative is 0), so these
 //! serve the autodiff graphs too.
 
+use super::series::SIN_TAYLOR;
 use burn::tensor::{backend::Backend, DType, Tensor};
 use std::f64::consts::PI;
 
@@ -42,15 +43,15 @@ fn reduced<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
     t.clone() - ((t * 0.5 + 0.5).detach().floor() * 2.0)
 }
 
-/// sin(π·t) for t in [−½, ½]: the odd polynomial.
+/// sin(π·t) for t in [−½, ½]: the odd polynomial to x¹³ ([`SIN_TAYLOR`]).
 fn sin_pi_folded<B: Backend, const D: usize>(t: Tensor<B, D>) -> Tensor<B, D> {
     let x = t * PI;
     let x2 = x.clone() * x.clone();
-    let mut series = x2.clone() * (1.0 / 6_227_020_800.0) - 1.0 / 39_916_800.0;
-    for c in [1.0 / 362_880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0] {
+    let mut series = x2.clone() * SIN_TAYLOR[6] + SIN_TAYLOR[5];
+    for c in [SIN_TAYLOR[4], SIN_TAYLOR[3], SIN_TAYLOR[2], SIN_TAYLOR[1]] {
         series = series * x2.clone() + c;
     }
-    x.clone() * (series * x2 + 1.0)
+    x.clone() * (series * x2 + SIN_TAYLOR[0])
 }
 
 /// cos(π·t), t in half-turns: sin(π·(½ − |m|)) with m = t − 2·round(t/2) ∈ [−1, 1].

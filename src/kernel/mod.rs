@@ -2,8 +2,11 @@
 //! image (or batch of shots), with the statistics C prints reduced by a second launch, the
 //! image read back once.
 //!
-//! * [`pixel`]: the kernels; [`trig`]: sines on reduced arguments, accurate in f32 on any
-//!   driver; [`layout`]: where the kernel finds its inputs; [`job`]: the host's packing.
+//! * [`stages`]: the per-pixel loop's stages as `#[cube]` helpers, each forward helper beside
+//!   its adjoint; [`trig`]: sines on reduced arguments, accurate in f32 on any driver;
+//!   [`registers`]: what a thread copies into registers.
+//! * [`pixel`]: the render's kernels; [`layout`]: where the kernels find their inputs;
+//!   [`job`]: the host's packing.
 //! * [`adjoint`]: the render's adjoints, the vector–Jacobian product and the derivative images
 //!   as kernels; [`scatter`]: the structure-factor grid's gradient; [`vjp`]: their launches
 //!   from the host and their sums as gradients.
@@ -33,7 +36,11 @@ mod ndarray;
 #[cfg(feature = "gpu")]
 pub mod pixel;
 #[cfg(feature = "gpu")]
+pub mod registers;
+#[cfg(feature = "gpu")]
 pub mod scatter;
+#[cfg(feature = "gpu")]
+pub mod stages;
 #[cfg(all(test, feature = "gpu"))]
 mod testing;
 #[cfg(feature = "gpu")]

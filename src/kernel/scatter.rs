@@ -14,15 +14,15 @@
 //! each term's ∂I/∂term, the product of the later counted terms' factors, is one running
 //! product (the order of the integer sums does not matter).
 
-use super::adjoint::{
-    first_nearest_term, kept, lattice_factor, pixel_factors, sample_ray, term_cotangent, term_factor,
-};
+use super::adjoint::terms::{first_nearest_term, pixel_factors, term_cotangent, term_factor};
 use super::job::Switches;
 use super::layout::*;
-use super::pixel::{
-    block_node, copy_f32, copy_i32, counted, is_rendered, lagrange_weight, miller_index, nearest_node,
-    structure_factor, tricubic_block,
-};
+use super::pixel::{counted, is_rendered};
+use super::registers::{copy_f32, copy_i32};
+use super::stages::detector::sample_ray;
+use super::stages::lattice::lattice_factor_partials;
+use super::stages::scattering::{kept, miller_index};
+use super::stages::structure_factor::{block_node, lagrange_weight, nearest_node, structure_factor, tricubic_block};
 use cubecl::prelude::*;
 
 /// `x` (in fixed-point units, |x| < 2^62) rounded to an integer and added to node `node`'s
@@ -67,7 +67,7 @@ fn scatter_nearest(counts: &Array<i32>, grid: &mut Array<Atomic<u32>>, h: f32, k
 }
 
 /// The parts `g`·w_i(h)·w_j(k)·w_m(l) of one tricubic term into the 64 nodes of its block
-/// (clamped into the grid as `pixel::tricubic` reads them).
+/// (clamped into the grid as `stages::structure_factor::tricubic` reads them).
 #[cube]
 fn scatter_tricubic(counts: &Array<i32>, grid: &mut Array<Atomic<u32>>, h: f32, k: f32, l: f32, g: f32) {
     let block = tricubic_block(counts, h, k, l);
@@ -143,7 +143,7 @@ pub fn pixel_grid_vjp(
                     let k = miller_index(orientations, r, 1, at.d);
                     let l = miller_index(orientations, r, 2, at.d);
                     // the adjoint's lattice factor: the terms counted are the vector–Jacobian pass's
-                    let lattice = lattice_factor(&p, h, k, l, sw.square, sw.round, sw.gauss).value;
+                    let lattice = lattice_factor_partials(&p, h, k, l, sw.square, sw.round, sw.gauss).value;
                     let nearest_now = sample + o as i32 >= nearest_from;
                     let f = structure_factor(&p, &c, hkl, h, k, l, nearest_now, sw);
                     let mut factor = 1.0;

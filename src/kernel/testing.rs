@@ -15,6 +15,12 @@ pub(crate) fn wgpu_or_skip() -> bool {
     false
 }
 
+/// `values` as a buffer on `client`.
+fn upload(client: &ComputeClient<WgpuRuntime>, values: &[f32]) -> cubecl::server::Handle {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    client.create_from_slice(&bytes)
+}
+
 /// Launch `launch` over `input` (one invocation per element, into an output of the same
 /// length) on the default wgpu device and read the output back. `None` without an adapter
 /// ([`wgpu_or_skip`]).
@@ -27,8 +33,7 @@ pub(crate) fn launch_unary(
     }
     let client = WgpuRuntime::client(&WgpuDevice::default());
     let n = input.len();
-    let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let input_handle = client.create_from_slice(&bytes);
+    let input_handle = upload(&client, input);
     let output_handle = client.empty(n * 4);
     let dim = CubeDim::new_1d(64);
     let count = CubeCount::Static(n.div_ceil(64) as u32, 1, 1);
@@ -40,12 +45,93 @@ pub(crate) fn launch_unary(
         )
     };
     launch(&client, count, dim, input_arg, output_arg);
-    let out = client
-        .read_one(output_handle)
-        .expect("reading the test kernel's output");
-    Some(
-        out.chunks_exact(4)
-            .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-    )
+    Some(read_f32(&client, output_handle))
+}
+
+/// Launch `launch` with `params` and `input` uploaded and an output of `output_len` values, over
+/// `invocations` invocations (64 a workgroup), on the default wgpu device, and read the output
+/// back. `None` without an adapter ([`wgpu_or_skip`]).
+pub(crate) fn launch_with_params(
+    params: &[f32],
+    input: &[f32],
+    output_len: usize,
+    invocations: usize,
+    launch: impl FnOnce(
+        &ComputeClient<WgpuRuntime>,
+        CubeCount,
+        CubeDim,
+        ArrayArg<WgpuRuntime>,
+        ArrayArg<WgpuRuntime>,
+        ArrayArg<WgpuRuntime>,
+    ),
+) -> Option<Vec<f32>> {
+    if !wgpu_or_skip() {
+        return None;
+    }
+    let client = WgpuRuntime::client(&WgpuDevice::default());
+    let (params_handle, input_handle) = (upload(&client, params), upload(&client, input));
+    let output_handle = upload(&client, &vec![0.0; output_len]);
+    let dim = CubeDim::new_1d(64);
+    let count = CubeCount::Static(invocations.div_ceil(64) as u32, 1, 1);
+    // SAFETY: each buffer holds the number of f32 values given with it
+    let (params_arg, input_arg, output_arg) = unsafe {
+        (
+            ArrayArg::from_raw_parts(params_handle, params.len()),
+            ArrayArg::from_raw_parts(input_handle, input.len()),
+            ArrayArg::from_raw_parts(output_handle.clone(), output_len),
+        )
+    };
+    launch(&client, count, dim, params_arg, input_arg, output_arg);
+    Some(read_f32(&client, output_handle))
+}
+
+/// The f32 values of `handle`.
+fn read_f32(client: &ComputeClient<WgpuRuntime>, handle: cubecl::server::Handle) -> Vec<f32> {
+    let out = client.read_one(handle).expect("reading the test kernel's output");
+    out.chunks_exact(4)
+        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// Arguments spread over [−10⁴, 10⁴], dense near integers and half-integers (nodes and
+/// extrema), and tiny values: f32 values, so the f64 reference sees the same inputs.
+pub(crate) fn arguments() -> Vec<f32> {
+    let mut h = Vec::new();
+    let mut state = 12345u64;
+    for _ in 0..20000 {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+        h.push((u * 2e4 - 1e4) as f32);
+    }
+    for n in -50..=50 {
+        for eps in [0.0, 1e-7, -1e-7, 1e-5, -3e-4, 0.01, 0.4999, 0.5, 0.5001] {
+            h.push((n as f64 * 173.0 + eps) as f32);
+            h.push((n as f64 + eps) as f32);
+        }
+    }
+    h.extend([1e-30f32, -1e-20, 1e-12, 3e-8, 1e4, -1e4, 9999.5, -9999.5]);
+    h
+}
+
+/// A test kernel's values `got` of function `name` at `arguments` against the f64
+/// `reference`, each within `tolerance` of the reference value.
+pub(crate) fn check_values(
+    name: &str,
+    arguments: &[f32],
+    got: &[f32],
+    reference: impl Fn(f64) -> f64,
+    tolerance: impl Fn(f64) -> f64,
+) {
+    let mut worst = (0.0f64, 0.0f32);
+    for (&x, &g) in arguments.iter().zip(got) {
+        let want = reference(x as f64);
+        let err = (g as f64 - want).abs();
+        assert!(err <= tolerance(want), "{name} at {x}: {g} vs {want}");
+        if err > worst.0 {
+            worst = (err, x);
+        }
+    }
+    eprintln!("{name}: worst abs error {:.3e} at {}", worst.0, worst.1);
 }

@@ -538,7 +538,7 @@ mod tests {
             Some(out)
         }
 
-        /// One pixel a thread ([`crate::kernel::adjoint`]'s pixel path), a GPU's 4 image rows and a
+        /// One pixel a thread (`kernel::adjoint::pixel_path`), a GPU's 4 image rows and a
         /// CPU adapter's 32 give the same sums up to f32 rounding in another order, with one
         /// orientation batch and with several (mosaic domains and φ steps, a partial last batch).
         #[test]

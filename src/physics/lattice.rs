@@ -1,30 +1,30 @@
 //! Lattice factor F_latt: the crystal's shape transform (physics reference §5.6).
 
 use super::{rows_for_autodiff, with_partials};
+use crate::base::series::{
+    GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_SERIES_BELOW_F32, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
+};
 use crate::base::trig::{self, cos_pi, sin_pi};
 use crate::base::vec3::Vec3;
 use crate::config::CrystalShape;
 use burn::tensor::{backend::Backend, Tensor};
 use std::f64::consts::PI;
 
-/// |δ| below which sin(Nπδ)/sin(πδ) is replaced by its limit N.
-pub(crate) const SINCG_EPS: f64 = 1e-9;
 /// δ put in at a node by [`sincg_n`] (half-turns) so that no quotient there is 0/0; the node's
 /// value N and partials (1, 0) replace what it gives.
 const NODE_T: f64 = 0.25;
-/// |x| below which sinc3 uses its Taylor series.
-pub(crate) const SINC3_SERIES: f64 = 1e-2;
-/// Scale of the ROUND shape: √(volume ratio) of the cube and the sphere, as C.
-pub(crate) const ROUND_SCALE: f64 = 0.723601254558268;
 
-/// Distance to the nearest integer, δ = x − ceil(x − ½) ∈ (−½, ½] (C's rounding, ties down).
+/// Distance to the nearest integer, δ = x − ceil(x − ½) ∈ (−½, ½] (C's rounding, ties down;
+/// the rules for δ are compared in [`crate::base::series`]).
 ///
 /// The integer is a constant of the graph (detached): its gradient is 0 anyway.
 pub fn fractional<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
     x.clone() - (x.detach() - 0.5).ceil()
 }
 
-/// sin(Nπh)/sin(πh) `[R, C]`, evaluated on the fractional part δ = h − round(h) of h.
+/// sin(Nπh)/sin(πh) `[R, C]`, evaluated on the fractional part δ = h − round(h) of h (not
+/// the kernels' h − floor(h + ½): the two differ only at half-integers, where sincg is even in
+/// δ, see [`crate::base::series`]).
 ///
 /// For integer N, sin(Nπ(n+δ))/sin(π(n+δ)) = ±sin(Nπδ)/sin(πδ): the sign squares away in the
 /// intensity, and the small argument keeps f32 accurate far from the origin. Within 1e-9 of a
@@ -92,20 +92,21 @@ fn sinc3_of<B: Backend>(
     x2: Tensor<B, 2>,
     small: Tensor<B, 2, burn::tensor::Bool>,
 ) -> Tensor<B, 2> {
-    let mut series = x2.clone() * (-1.0 / 172_972_800.0) + 1.0 / 1_330_560.0;
-    for c in [-1.0 / 15120.0, 1.0 / 280.0, -1.0 / 10.0, 1.0] {
+    let mut series = x2.clone() * SINC3_TAYLOR[5] + SINC3_TAYLOR[4];
+    for c in [SINC3_TAYLOR[3], SINC3_TAYLOR[2], SINC3_TAYLOR[1], SINC3_TAYLOR[0]] {
         series = series * x2.clone() + c;
     }
     let exact = (trig::sin(safe_x.clone()) / safe_x.clone() - trig::cos(safe_x)) * 3.0 / safe_x2;
     exact.mask_where(small, series)
 }
 
-/// |x| below which sinc3 takes its series: 1e-2 in f64, 1 in f32.
+/// |x| below which sinc3 takes its series: [`SINC3_SERIES_BELOW`] in f64,
+/// [`SINC3_SERIES_BELOW_F32`] in f32.
 fn sinc3_series_below<B: Backend>(x: &Tensor<B, 2>) -> f64 {
     if x.dtype() == burn::tensor::DType::F64 {
-        SINC3_SERIES
+        SINC3_SERIES_BELOW
     } else {
-        1.0
+        f64::from(SINC3_SERIES_BELOW_F32)
     }
 }
 
@@ -178,9 +179,9 @@ fn lattice_factor_host<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape) ->
             }
             let r2 = r2 * (volume * volume * p.fudge);
             if p.shape == CrystalShape::Gauss {
-                (r2 / -0.63).exp() * volume
+                (r2 / -GAUSS_WIDTH).exp() * volume
             } else {
-                r2.lower_elem(0.3969).float() * volume
+                r2.lower_elem(TOPHAT_R2).float() * volume
             }
         }
     }
@@ -224,9 +225,9 @@ fn lattice_factor_tensor<B: Backend>(hkl: &[Tensor<B, 2>; 3], p: &LatticeShape, 
             }
             let r2 = r2 * (volume.clone().powi_scalar(2) * p.fudge);
             if p.shape == CrystalShape::Gauss {
-                (r2 / -0.63).exp() * volume
+                (r2 / -GAUSS_WIDTH).exp() * volume
             } else {
-                r2.lower_elem(0.3969).float() * volume
+                r2.lower_elem(TOPHAT_R2).float() * volume
             }
         }
     }

@@ -5,6 +5,7 @@
 //! It serves `-trace_pixel` / `-printout_pixel`, and as an independent check of the tensor
 //! engine: its value must equal the rendered pixel (see `tests/integration/trace.rs`).
 
+use crate::base::series::{GAUSS_WIDTH, TOPHAT_R2};
 use crate::base::vec3::Vec3;
 use crate::base::vec3::{add, dot, norm, rotate_axis, scale, sub, unitize};
 use crate::config::CrystalShape;
@@ -99,8 +100,8 @@ fn lattice_factor(exp: &Experiment, hkl: [f64; 3]) -> f64 {
             );
             let r2 = dot(d, d) * vol * vol;
             if exp.shape == CrystalShape::Gauss {
-                vol * (-(r2 / 0.63) * exp.fudge).exp()
-            } else if r2 * exp.fudge < 0.3969 {
+                vol * (-(r2 / GAUSS_WIDTH) * exp.fudge).exp()
+            } else if r2 * exp.fudge < TOPHAT_R2 {
                 vol
             } else {
                 0.0

@@ -1,4 +1,4 @@
-//! The vector–Jacobian kernel (`src/kernel/adjoint.rs`) against the tensor stages in f64:
+//! The vector–Jacobian kernel (`src/kernel/adjoint/`) against the tensor stages in f64:
 //! `Engine::image_vjp` on the fused wgpu engine runs it wherever it covers the configuration
 //! (`kernel::vjp::kernel_covers`), and its gradients of Σ w·I must equal the CPU f64 engine's
 //! for every parameter (‖Δ‖/‖ref‖ ≤ 1e-2, cosine ≥ 0.9999: `common::assert_gradients_agree`).

@@ -1,16 +1,18 @@
 //! The adjoints of the native loop's helpers ([`super::pixel`]), in f64: each returns its
 //! forward value with its partial derivatives, or pushes a cotangent back into the pixel's
 //! accumulators, in the vector–Jacobian layout of the cube kernel (`kernel::layout`'s `G_*`
-//! slots, then 12 numbers per orientation row). They mirror the cube adjoint kernel's helpers
-//! of the same names (`kernel::adjoint`), and the tensor stages' partials (`physics/`), which
-//! stay the reference.
+//! slots, then 12 numbers per orientation row). They mirror the cube kernels' adjoint helpers
+//! (`kernel::stages`, named `…_partials` and `…_adjoint` there, beside the forward helpers)
+//! and the tensor stages' partials (`physics/`), which stay the reference.
 
 use super::inputs::{Grid, Params, Source, V3};
 use super::pixel::{self as forward, cross, dot, fractional, grid_offset, lagrange_weights, scaled, sum3};
 use super::real::{cos_pi_small, sin_pi_small};
+use crate::base::series::{
+    CHEBYSHEV_MAX_N, GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_SLOPE, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
+};
 use crate::kernel::job::Switches;
 use crate::kernel::layout as at;
-use crate::physics::lattice::{ROUND_SCALE, SINC3_SERIES, SINCG_EPS};
 use std::f64::consts::PI;
 
 type V = V3<f64>;
@@ -183,7 +185,7 @@ pub fn kahn_factor(p: &Params<f64>, sw: &Switches, acc: &mut [f64], source: &Sou
     push_direction(p, sw, acc, ray, g_d);
 }
 
-/// sin(Nπh)/sin(πh) on δ = h − round(h), with ∂/∂h and ∂/∂N (the tensor stage's `sincg_n`):
+/// sin(Nπh)/sin(πh) on δ = h − floor(h + ½), with ∂/∂h and ∂/∂N (the tensor stage's `sincg_n`):
 /// with x = πδ, ∂/∂N = x·cos(Nx)/sin x and ∂/∂h = π·(N·cos(Nx) − value·cos x)/sin x; at a node
 /// (|δ| below [`SINCG_EPS`]) N, 1 and 0.
 ///
@@ -197,7 +199,7 @@ pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
     }
     let x = delta * PI;
     let (sin_x, cos_x) = (sin_pi_small(delta), cos_pi_small(delta));
-    let (value, cos_nx) = if (1.0..=32.0).contains(&n) && n == n.trunc() {
+    let (value, cos_nx) = if (1.0..=CHEBYSHEV_MAX_N).contains(&n) && n == n.trunc() {
         let (below, at) = chebyshev_u(cos_x, n as usize);
         (below, at - cos_x * below)
     } else {
@@ -220,15 +222,14 @@ fn chebyshev_u(c: f64, k: usize) -> (f64, f64) {
     (previous, current)
 }
 
-/// sinc3 as a function of u = x² (x = π·t) and ∂/∂u: its series below [`SINC3_SERIES`] in
+/// sinc3 as a function of u = x² (x = π·t) and ∂/∂u: its series below [`SINC3_SERIES_BELOW`] in
 /// x (as the tensor stage), the closed form 3(sin x/x − cos x)/u above.
 pub fn sinc3(u: f64) -> (f64, f64) {
-    if u < SINC3_SERIES * SINC3_SERIES {
-        let value = 1.0
-            + u * (-1.0 / 10.0
-                + u * (1.0 / 280.0 + u * (-1.0 / 15120.0 + u * (1.0 / 1_330_560.0 + u * (-1.0 / 172_972_800.0)))));
-        let du = -1.0 / 10.0
-            + u * (2.0 / 280.0 + u * (-3.0 / 15120.0 + u * (4.0 / 1_330_560.0 + u * (-5.0 / 172_972_800.0))));
+    if u < SINC3_SERIES_BELOW * SINC3_SERIES_BELOW {
+        let [c0, c1, c2, c3, c4, c5] = SINC3_TAYLOR;
+        let [_, s1, s2, s3, s4, s5] = SINC3_SLOPE;
+        let value = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5))));
+        let du = s1 + u * (s2 + u * (s3 + u * (s4 + u * s5)));
         return (value, du);
     }
     let x = u.sqrt();
@@ -284,15 +285,15 @@ pub fn lattice_factor(p: &Params<f64>, hkl: V, sw: &Switches) -> LatticePartials
         let r2 = dot(c, c) * volume * volume * p.fudge;
         let others = [nb * nc, na * nc, na * nb];
         if sw.gauss {
-            let e = (-r2 / 0.63).exp();
+            let e = (-r2 / GAUSS_WIDTH).exp();
             out.value = e * volume;
             // ∂F/∂c = F·(−2V²·fudge/0.63)·c
-            out.kappa = out.value * (-2.0 * volume * volume * p.fudge / 0.63);
+            out.kappa = out.value * (-2.0 * volume * volume * p.fudge / GAUSS_WIDTH);
             out.d_hkl = [0, 1, 2].map(|v| out.kappa * dot(c, p.recip[v]));
             // ∂F/∂V = e·(1 − 2r²/0.63)
-            let dv = e * (1.0 - 2.0 * r2 / 0.63);
+            let dv = e * (1.0 - 2.0 * r2 / GAUSS_WIDTH);
             out.d_n = others.map(|o| dv * o);
-        } else if r2 < 0.3969 {
+        } else if r2 < TOPHAT_R2 {
             out.value = volume;
             out.d_n = others;
         }

@@ -1,15 +1,17 @@
 //! C's per-pixel loop in native Rust: layers × sub-pixels × sources × orientation rows, in
 //! C's order, for one pixel (physics reference §7).
 //!
-//! Each helper carries the name of the cube kernel's helper it mirrors (`kernel::pixel`) and
+//! Each helper carries the name of the cube kernel's helper it mirrors (`kernel::stages`) and
 //! of the tensor stage beside it (`physics/`): [`sample_position`], [`curved_position`],
 //! [`solid_angle`], [`capture_fraction`], [`stol`], [`kahn_factor`], [`miller_index`],
 //! [`lattice_factor`], [`nearest`], [`tricubic`].
 
 use super::inputs::{Grid, Inputs, Params, Row, Source, V3};
 use super::real::Real;
+use crate::base::series::{
+    CHEBYSHEV_MAX_N, GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
+};
 use crate::kernel::job::Switches;
-use crate::physics::lattice::{ROUND_SCALE, SINC3_SERIES, SINCG_EPS};
 
 #[inline]
 pub(super) fn dot<F: Real>(a: V3<F>, b: V3<F>) -> F {
@@ -118,10 +120,8 @@ pub fn fractional<F: Real>(x: F) -> F {
     x - (x - F::of(0.5)).ceil()
 }
 
-/// The largest whole N whose lattice sum [`sincg`] takes by Chebyshev's recurrence.
-const CHEBYSHEV_MAX_N: f64 = 32.0;
-
-/// sin(N·π·h)/sin(π·h) on δ = h − round(h) (the sign dropped squares away); N at a node.
+/// sin(N·π·h)/sin(π·h) on δ = h − floor(h + ½) (the sign dropped squares away; the rules for
+/// δ in [`crate::base::series`]); N at a node.
 ///
 /// For whole N up to [`CHEBYSHEV_MAX_N`] it is U_{N−1}(cos πδ), Chebyshev's polynomial of the
 /// second kind, by its recurrence: one cosine instead of two sines, exact at the node, and
@@ -156,17 +156,14 @@ fn chebyshev_u<F: Real>(c: F, k: usize) -> F {
 }
 
 /// 3(sin x − x·cos x)/x³ with x = π·|t|, the transform of a sphere; its Taylor series to x¹⁰
-/// below [`SINC3_SERIES`] (as the tensor stage).
+/// below [`SINC3_SERIES_BELOW`] (as the tensor stage).
 pub fn sinc3<F: Real>(t: F) -> F {
     let t = t.abs();
     let x = t * F::of(std::f64::consts::PI);
     let x2 = x * x;
-    if x < F::of(SINC3_SERIES) {
-        let c = |v: f64| F::of(v);
-        return F::ONE
-            + x2 * (c(-1.0 / 10.0)
-                + x2 * (c(1.0 / 280.0)
-                    + x2 * (c(-1.0 / 15120.0) + x2 * (c(1.0 / 1_330_560.0) + x2 * c(-1.0 / 172_972_800.0)))));
+    if x < F::of(SINC3_SERIES_BELOW) {
+        let c = |j: usize| F::of(SINC3_TAYLOR[j]);
+        return F::ONE + x2 * (c(1) + x2 * (c(2) + x2 * (c(3) + x2 * (c(4) + x2 * c(5)))));
     }
     F::of(3.0) * (t.sin_pi() / x - t.cos_pi()) / x2
 }
@@ -199,8 +196,8 @@ pub fn lattice_factor<F: Real>(p: &Params<F>, hkl: V3<F>, sw: &Switches) -> F {
     }
     r2 *= volume * volume * p.fudge;
     if sw.gauss {
-        (-r2 / F::of(0.63)).exp() * volume
-    } else if r2 < F::of(0.3969) {
+        (-r2 / F::of(GAUSS_WIDTH)).exp() * volume
+    } else if r2 < F::of(TOPHAT_R2) {
         volume
     } else {
         F::ZERO
@@ -528,7 +525,7 @@ mod tests {
     /// The series and the closed form of sinc3 meet at the switch, and sinc3(0) = 1.
     #[test]
     fn sinc3_is_continuous_at_the_series_switch() {
-        let t = SINC3_SERIES / PI;
+        let t = SINC3_SERIES_BELOW / PI;
         let closed = |t: f64| {
             let x = PI * t;
             3.0 * (x.sin() - x * x.cos()) / (x * x * x)

@@ -1,6 +1,7 @@
 //! The precision the native loop computes in: f64 (the CPU engine's default, C's `double`)
 //! or f32.
 
+use crate::base::series::{COS_TAYLOR, SIN_TAYLOR};
 use std::f64::consts::PI;
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub};
 
@@ -51,27 +52,14 @@ pub trait Real:
 pub fn cos_pi_small(t: f64) -> f64 {
     let x = t * PI;
     let x2 = x * x;
-    // 1/(2j)! for j = 11 down to 1, alternating in sign
-    const C: [f64; 11] = [
-        -1.0 / 1_124_000_727_777_607_680_000.0,
-        1.0 / 2_432_902_008_176_640_000.0,
-        -1.0 / 6_402_373_705_728_000.0,
-        1.0 / 20_922_789_888_000.0,
-        -1.0 / 87_178_291_200.0,
-        1.0 / 479_001_600.0,
-        -1.0 / 3_628_800.0,
-        1.0 / 40_320.0,
-        -1.0 / 720.0,
-        1.0 / 24.0,
-        -1.0 / 2.0,
-    ];
-    horner(&C, x2) * x2 + 1.0
+    // (−1)^j/(2j)! for j = 1..=11
+    horner(&COS_TAYLOR[1..], x2) * x2 + COS_TAYLOR[0]
 }
 
-/// Σ_j c_j·y^(n−1−j) by Horner's rule (`c` from the highest power down).
+/// Σ_j c_j·y^j by Horner's rule (`c` from the lowest power up, taken from the highest down).
 #[inline]
 fn horner(c: &[f64], y: f64) -> f64 {
-    c.iter().fold(0.0, |acc, &c| acc * y + c)
+    c.iter().rev().fold(0.0, |acc, &c| acc * y + c)
 }
 
 /// sin(π·t) for |t| ≤ ½ (x = π·t ∈ [−π/2, π/2]): its Taylor polynomial to x²³ (truncation
@@ -80,21 +68,8 @@ fn horner(c: &[f64], y: f64) -> f64 {
 pub fn sin_pi_small(t: f64) -> f64 {
     let x = t * PI;
     let x2 = x * x;
-    // 1/(2j+1)! for j = 11 down to 1, alternating in sign
-    const C: [f64; 11] = [
-        -1.0 / 25_852_016_738_884_976_640_000.0,
-        1.0 / 51_090_942_171_709_440_000.0,
-        -1.0 / 121_645_100_408_832_000.0,
-        1.0 / 355_687_428_096_000.0,
-        -1.0 / 1_307_674_368_000.0,
-        1.0 / 6_227_020_800.0,
-        -1.0 / 39_916_800.0,
-        1.0 / 362_880.0,
-        -1.0 / 5_040.0,
-        1.0 / 120.0,
-        -1.0 / 6.0,
-    ];
-    x + x * x2 * horner(&C, x2)
+    // (−1)^j/(2j+1)! for j = 1..=11
+    x + x * x2 * horner(&SIN_TAYLOR[1..], x2)
 }
 
 macro_rules! real {
