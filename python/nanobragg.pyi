@@ -43,6 +43,33 @@ def read_image(path: Path, adc: float = 0.0, gain: float = 1.0) -> Tuple[FloatAr
     `adc` in ADU (nanoBragg's `-adc`, 40 for its noise images), `gain` in ADU per photon.
     `header`: the file's header values as text, plus `format`, `adc_offset` and `gain`."""
 
+def noisify_main(argv: Flags) -> int:
+    """Run the `noisify` program on `argv` (its flags, without the program name), as the binary
+    does: prints C's log, writes the images, returns the exit status (0, or 9)."""
+
+def apply_psf(image: npt.ArrayLike, psf: str, fwhm: float, radius: int = 0) -> ImageArray:
+    """`image` (2-D, photons/pixel) blurred by a `'gauss'` or `'fiber'` point-spread function
+    of FWHM `fwhm` pixels, as `noisify` does (`radius` 0: chosen per pixel). float32."""
+
+def add_noise(
+    image: npt.ArrayLike,
+    seed: int,
+    calib_seed: Optional[int] = None,
+    scale: float = 1.0,
+    flicker: float = 0.0,
+    calibration: float = 0.03,
+    readout: float = 0.0,
+    gain: float = 1.0,
+    adc: float = 40.0,
+    psf: Optional[str] = None,
+    psf_fwhm: float = 0.46,
+    psf_radius: int = 0,
+    bits: int = 16,
+) -> Tuple[Any, Any]:
+    """`noisify`'s chain on `image` (2-D, photons/pixel): `(ideal, noisy)`, its `-intfile` and
+    `-noisefile` images as uint16 (`bits=16`) or uint32 (`bits=32`), C's bit for bit with the
+    same seeds. `psf_fwhm` and `psf_radius` in pixels, `readout` and `adc` in ADU."""
+
 class GradcheckReport:
     """The result of `gradcheck`; `bool(report)` is `report.passed`, `str(report)` a table."""
 

@@ -56,6 +56,8 @@ pub mod guides {
     pub struct Gradients;
     #[doc = include_str!("../docs/many-shots.md")]
     pub struct ManyShots;
+    #[doc = include_str!("../docs/noisify.md")]
+    pub struct Noisify;
     #[doc = include_str!("../docs/outputs.md")]
     pub struct Outputs;
     #[doc = include_str!("../docs/panels.md")]

@@ -10,6 +10,7 @@
 use pyo3::prelude::*;
 
 mod arrays;
+mod detector;
 mod errors;
 mod flags;
 mod gradcheck;
@@ -72,6 +73,9 @@ fn nanobragg_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_adapters, m)?)?;
     m.add_function(wrap_pyfunction!(select_gpu, m)?)?;
     m.add_function(wrap_pyfunction!(images::read_image, m)?)?;
+    m.add_function(wrap_pyfunction!(detector::noisify_main, m)?)?;
+    m.add_function(wrap_pyfunction!(detector::add_noise, m)?)?;
+    m.add_function(wrap_pyfunction!(detector::apply_psf, m)?)?;
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     m.add_class::<simulator::Simulator>()?;
     m.add_class::<gradcheck::Report>()?;

@@ -14,50 +14,50 @@ const NDIV: i64 = 1 + (IM - 1) / NTAB as i64;
 const EPS: f64 = 1.2e-7;
 const RNMX: f64 = 1.0 - EPS;
 
-/// State of one `ran1` stream. C keeps the shuffle table in statics shared by all streams,
-/// but every stream nanoBragg starts begins with a non-positive seed, which reloads the
-/// table, so one state per stream is equivalent.
+/// The statics of C's `ran1`: the shuffle table and its last output. A C process has one
+/// table, shared by every seed variable it passes to `ran1`; a seed that is not positive
+/// reloads it. nanoBragg starts every stream with such a seed, so it sees one table per
+/// stream ([`Ran1`]); `noisify` draws from two seeds alternately through the one table, and
+/// reproduces that with one `ShuffleTable` and two seed variables.
 #[derive(Debug, Clone)]
-pub struct Ran1 {
-    idum: i64,
+pub struct ShuffleTable {
     iy: i64,
     iv: [i64; NTAB],
 }
 
-impl Ran1 {
-    /// A stream seeded the way C stores a seed: `idum = seed` (C passes `-n` for `-seed n`).
-    pub fn new(idum: i64) -> Self {
-        Self {
-            idum,
-            iy: 0,
-            iv: [0; NTAB],
-        }
+impl Default for ShuffleTable {
+    fn default() -> Self {
+        Self { iy: 0, iv: [0; NTAB] }
     }
+}
 
-    fn advance(&mut self) {
-        let k = self.idum / IQ;
-        self.idum = IA * (self.idum - k * IQ) - IR * k;
-        if self.idum < 0 {
-            self.idum += IM;
-        }
+/// One Park–Miller step of the seed variable, as C computes it (Schrage's method).
+fn advance(idum: &mut i64) {
+    let k = *idum / IQ;
+    *idum = IA * (*idum - k * IQ) - IR * k;
+    if *idum < 0 {
+        *idum += IM;
     }
+}
 
-    /// Uniform deviate in (0, 1), as a C `float`.
-    pub fn next_f32(&mut self) -> f32 {
-        if self.idum <= 0 || self.iy == 0 {
-            self.idum = if -self.idum < 1 { 1 } else { -self.idum };
+impl ShuffleTable {
+    /// C's `ran1(&idum)`: a uniform deviate in (0, 1) as a C `float`, advancing the seed
+    /// variable `idum` and this table.
+    pub fn ran1(&mut self, idum: &mut i64) -> f32 {
+        if *idum <= 0 || self.iy == 0 {
+            *idum = if -*idum < 1 { 1 } else { -*idum };
             for j in (0..NTAB + 8).rev() {
-                self.advance();
+                advance(idum);
                 if j < NTAB {
-                    self.iv[j] = self.idum;
+                    self.iv[j] = *idum;
                 }
             }
             self.iy = self.iv[0];
         }
-        self.advance();
+        advance(idum);
         let j = (self.iy / NDIV) as usize;
         self.iy = self.iv[j];
-        self.iv[j] = self.idum;
+        self.iv[j] = *idum;
         // C: the product is double, stored in a float, compared with the double RNMX
         let temp = (AM * self.iy as f64) as f32;
         if temp as f64 > RNMX {
@@ -65,6 +65,28 @@ impl Ran1 {
         } else {
             temp
         }
+    }
+}
+
+/// One `ran1` stream: a seed variable with a table of its own.
+#[derive(Debug, Clone)]
+pub struct Ran1 {
+    idum: i64,
+    table: ShuffleTable,
+}
+
+impl Ran1 {
+    /// A stream seeded the way C stores a seed: `idum = seed` (C passes `-n` for `-seed n`).
+    pub fn new(idum: i64) -> Self {
+        Self {
+            idum,
+            table: ShuffleTable::default(),
+        }
+    }
+
+    /// Uniform deviate in (0, 1), as a C `float`.
+    pub fn next_f32(&mut self) -> f32 {
+        self.table.ran1(&mut self.idum)
     }
 }
 

@@ -469,6 +469,36 @@ pub fn write_smv(path: &Path, fields: &SmvFields, data: impl IntoIterator<Item =
     })
 }
 
+/// The pixels of an SMV image, in the integer type its header's `TYPE` names.
+#[derive(Debug, Clone, Copy)]
+pub enum SmvPixels<'a> {
+    /// `TYPE=unsigned_short`.
+    U16(&'a [u16]),
+    /// `TYPE=long_integer` (unsigned 32-bit, as C's `noisify` writes it).
+    U32(&'a [u32]),
+}
+
+/// Writes a header block given whole (already padded to its `HEADER_BYTES`) and then the
+/// pixels as little-endian integers, atomically.
+pub fn write_smv_block(path: &Path, header: &[u8], pixels: SmvPixels<'_>) -> Result<()> {
+    write_atomic_with(path, &mut |w| {
+        w.write_all(header)?;
+        match pixels {
+            SmvPixels::U16(p) => write_values(w, p.iter().map(|v| v.to_le_bytes()), p.len()),
+            SmvPixels::U32(p) => write_values(w, p.iter().map(|v| v.to_le_bytes()), p.len()),
+        }
+    })
+}
+
+/// `text` followed by spaces up to a multiple of 512 bytes (at least 512), as C pads the
+/// headers it writes.
+pub fn pad_header(text: &str) -> Vec<u8> {
+    let size = text.len().div_ceil(WRITTEN_HEADER_BYTES).max(1) * WRITTEN_HEADER_BYTES;
+    let mut bytes = text.as_bytes().to_vec();
+    bytes.resize(size, b' ');
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 pub mod detector;
 pub mod lattice;
 pub mod polarization;
+pub mod psf;
 pub mod scattering;
 pub mod structure_factor;
 pub mod vectors;

@@ -2,7 +2,7 @@
 //! `gaussdev` on `ran1`, with C's single-precision intermediates), so the same `-seed` gives
 //! the same noise image.
 
-use crate::base::rng::Ran1;
+use crate::base::rng::ShuffleTable;
 
 /// ln Γ(x) by the Lanczos series, as C's `gammln` (float in, float out, double inside).
 pub fn gammln(xx: f32) -> f32 {
@@ -26,30 +26,30 @@ pub fn gammln(xx: f32) -> f32 {
     (-tmp + (2.5066282746310005 * ser / x).ln()) as f32
 }
 
-/// A noise stream: C's generator plus the spare Gaussian deviate it keeps between calls.
-#[derive(Debug, Clone)]
-pub struct PoissonNoise {
-    rng: Ran1,
+/// C's deviates with their statics: the `ran1` shuffle table and the spare Gaussian deviate
+/// `gaussdev` keeps between calls, both shared by every seed variable drawn through them (as in
+/// one C process). Each call names the seed variable it advances.
+#[derive(Debug, Clone, Default)]
+pub struct Deviates {
+    table: ShuffleTable,
     spare: Option<f32>,
 }
 
-impl PoissonNoise {
-    /// A stream for `-seed n` (C stores −n).
-    pub fn new(seed: i64) -> Self {
-        Self {
-            rng: Ran1::new(-seed),
-            spare: None,
-        }
+impl Deviates {
+    /// Uniform deviate in (0, 1), as C's `ran1(idum)`.
+    pub fn uniform(&mut self, idum: &mut i64) -> f32 {
+        self.table.ran1(idum)
     }
 
-    /// Normal deviate (polar Box–Muller), as C's `gaussdev`.
-    pub fn gaussian(&mut self) -> f32 {
+    /// Normal deviate (polar Box–Muller), as C's `gaussdev(idum)`: the spare deviate of the
+    /// previous pair comes back first, whichever seed drew it.
+    pub fn gaussian(&mut self, idum: &mut i64) -> f32 {
         if let Some(g) = self.spare.take() {
             return g;
         }
         loop {
-            let v1 = (2.0 * self.rng.next_f32() as f64 - 1.0) as f32;
-            let v2 = (2.0 * self.rng.next_f32() as f64 - 1.0) as f32;
+            let v1 = (2.0 * self.uniform(idum) as f64 - 1.0) as f32;
+            let v2 = (2.0 * self.uniform(idum) as f64 - 1.0) as f32;
             let rsq = v1 * v1 + v2 * v2;
             if rsq < 1.0 && rsq != 0.0 {
                 let fac = (-2.0 * (rsq as f64).ln() / rsq as f64).sqrt() as f32;
@@ -59,13 +59,13 @@ impl PoissonNoise {
         }
     }
 
-    /// Poisson deviate with mean `xm`, as C's `poidev`.
+    /// Poisson deviate with mean `xm`, as C's `poidev(xm, idum)`.
     ///
     /// Terminates for every input. A non-finite mean draws nothing from the generator and gives
     /// itself back: NaN stays NaN and +∞ stays +∞ (C's `poidev` loops forever on NaN), while −∞
     /// gives 0 as every negative mean does. A finite mean above 10⁶ uses C's Gaussian
     /// approximation, whose result may round to +∞ in single precision near `f32::MAX`.
-    pub fn poisson(&mut self, xm: f32) -> f32 {
+    pub fn poisson(&mut self, xm: f32, idum: &mut i64) -> f32 {
         if xm.is_nan() || xm == f32::INFINITY {
             return xm;
         }
@@ -73,27 +73,37 @@ impl PoissonNoise {
             return 0.0;
         }
         if xm > 1.0e6 {
-            return (xm as f64 + (xm as f64).sqrt() * self.gaussian() as f64) as f32;
+            return (xm as f64 + (xm as f64).sqrt() * self.gaussian(idum) as f64) as f32;
         }
         if xm < 12.0 {
-            let g = (-(xm as f64)).exp() as f32;
-            let mut em = -1.0f32;
-            let mut t = 1.0f32;
-            loop {
-                em += 1.0;
-                t *= self.rng.next_f32();
-                if t <= g {
-                    return em;
-                }
+            return self.poisson_direct(xm, idum);
+        }
+        self.poisson_rejection(xm, idum)
+    }
+
+    /// Small means: multiplies uniform deviates until the product drops below e^(−xm).
+    fn poisson_direct(&mut self, xm: f32, idum: &mut i64) -> f32 {
+        let g = (-(xm as f64)).exp() as f32;
+        let mut em = -1.0f32;
+        let mut t = 1.0f32;
+        loop {
+            em += 1.0;
+            t *= self.uniform(idum);
+            if t <= g {
+                return em;
             }
         }
+    }
+
+    /// Means from 12 to 10⁶: rejection from a Lorentzian comparison function.
+    fn poisson_rejection(&mut self, xm: f32, idum: &mut i64) -> f32 {
         let sq = (2.0 * xm as f64).sqrt() as f32;
         let alxm = (xm as f64).ln() as f32;
         let g = xm * alxm - gammln((xm as f64 + 1.0) as f32);
         loop {
             let (mut em, mut y);
             loop {
-                y = (std::f64::consts::PI * self.rng.next_f32() as f64).tan() as f32;
+                y = (std::f64::consts::PI * self.uniform(idum) as f64).tan() as f32;
                 em = sq * y + xm;
                 if em >= 0.0 {
                     break;
@@ -102,10 +112,37 @@ impl PoissonNoise {
             em = em.floor();
             let e = em * alxm - gammln((em as f64 + 1.0) as f32) - g;
             let t = (0.9 * (1.0 + (y * y) as f64) * (e as f64).exp()) as f32;
-            if self.rng.next_f32() <= t {
+            if self.uniform(idum) <= t {
                 return em;
             }
         }
+    }
+}
+
+/// A noise stream of nanoBragg's `-seed`: one seed variable with deviates of its own.
+#[derive(Debug, Clone)]
+pub struct PoissonNoise {
+    deviates: Deviates,
+    idum: i64,
+}
+
+impl PoissonNoise {
+    /// A stream for `-seed n` (C stores −n).
+    pub fn new(seed: i64) -> Self {
+        Self {
+            deviates: Deviates::default(),
+            idum: -seed,
+        }
+    }
+
+    /// Normal deviate, as C's `gaussdev`.
+    pub fn gaussian(&mut self) -> f32 {
+        self.deviates.gaussian(&mut self.idum)
+    }
+
+    /// Poisson deviate with mean `xm`, as C's `poidev` (see [`Deviates::poisson`]).
+    pub fn poisson(&mut self, xm: f32) -> f32 {
+        self.deviates.poisson(xm, &mut self.idum)
     }
 }
 

@@ -97,7 +97,13 @@ fn logical_lines(body: &[&str], prompted: bool) -> Vec<String> {
 }
 
 /// The programs whose runs the test checks.
-const PROGRAMS: [&str; 4] = ["nanobragg", "nanobragg-manifest", "nanobragg-compare", "sbatch"];
+const PROGRAMS: [&str; 5] = [
+    "nanobragg",
+    "nanobragg-manifest",
+    "nanobragg-compare",
+    "noisify",
+    "sbatch",
+];
 
 /// A command line as the test runs it: `cargo run --release --` becomes `nanobragg`, the
 /// binaries' `target/release/` prefix goes (they are on the script's PATH); `None` for other
@@ -232,6 +238,7 @@ fn shims() -> tempfile::TempDir {
         dir.path().join("nanobragg-manifest"),
     )
     .expect("link to nanobragg-manifest");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_noisify"), dir.path().join("noisify")).expect("link to noisify");
     dir
 }
 

@@ -30,6 +30,7 @@ mod kernel_vjp;
 mod native;
 mod native_vjp;
 mod nexus;
+mod noisify;
 mod outputs;
 mod outside_crate;
 mod panel_simulator;
