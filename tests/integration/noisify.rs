@@ -140,7 +140,7 @@ fn golden_cases_match_c() {
 }
 
 fn compare_file(case: &Case, file: &str, got: &[u8], want: &[u8]) {
-    if !case.edge_wrap && !(case.bits == 32 && file == "int.img") {
+    if !(case.edge_wrap || case.bits == 32 && file == "int.img") {
         assert!(got == want, "{}: {file} differs from C's", case.name);
         return;
     }
@@ -227,7 +227,7 @@ fn bad_input_exits_9_naming_the_flag_or_file() {
 fn non_finite_input_is_refused_naming_file_and_pixel() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nan.f32");
-    let mut values = vec![1.0f32; 12];
+    let mut values = [1.0f32; 12];
     values[5] = f32::NAN;
     std::fs::write(&path, values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
     let out = Command::new(BIN)

@@ -192,7 +192,7 @@ fn frame(
 /// C's guess of width × height for `n` values: the widest divisor of `n` not above √n.
 fn guess_size(n: usize) -> (usize, usize) {
     let mut w = ((n as f64).sqrt() as usize).max(1);
-    while n % w != 0 {
+    while !n.is_multiple_of(w) {
         w -= 1;
     }
     (w, n / w)
