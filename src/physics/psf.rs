@@ -185,7 +185,8 @@ mod tests {
         // added back uniformly, so each pixel also gains tail·mean(weights)
         let (h, w) = (12, 15);
         let img = spots(h, w);
-        let weights: Vec<f64> = (0..h * w).map(|i| ((i * 31) % 17) as f64 - 8.0).collect();
+        // non-negative: blur() spreads only photons ≥ 0
+        let weights: Vec<f64> = (0..h * w).map(|i| ((i * 31) % 17) as f64 + 0.5).collect();
         let v: Vec<f64> = img.iter().map(|&x| x as f64).collect();
         let image = Tensor::<Ad, 2>::from_data(TensorData::new(v, [h, w]), &dev()).require_grad();
         let fw = t1::<Ad>(&[1.3]);
