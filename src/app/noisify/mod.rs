@@ -79,18 +79,18 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
     }
     print_settings(&a, &frame, con)?;
     let photons = photon_image(&a, &image, &input, con)?;
-    let ideal = match psf_of(&a, &frame).filter(|_| !a.noise) {
+    let blurred = match psf_of(&a, &frame).filter(|_| !a.noise) {
         Some(psf) => {
             writeln!(
                 con,
                 "  applying PSF to noiseless image width = {} pixels",
                 fmt_g(psf.fwhm_px)
             )?;
-            blur(&photons, &frame, &psf, con)?
+            Some(blur(&photons, &frame, &psf, con)?)
         }
-        None => photons.clone(),
+        None => None,
     };
-    let counts = adu_pixels(&ideal, &a.model, a.bits, None);
+    let counts = adu_pixels(blurred.as_deref().unwrap_or(&photons), &a.model, a.bits, None);
     write_image(&a.intfile, &a, &frame, &counts, true, con)?;
     if !a.nopgm {
         let pgm = &a.pgmfile;
@@ -110,9 +110,13 @@ fn read_header(a: &NoisifyArgs, con: &mut Out) -> Result<Option<(crate::io::smv:
         return Ok(None);
     };
     writeln!(con, "taking header from {}", path.display())?;
+    use std::io::Read;
     let header = crate::io::smv::read_smv_header(path)?;
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let block = bytes[..header.header_bytes.min(bytes.len())].to_vec();
+    let mut block = Vec::with_capacity(header.header_bytes);
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    file.take(header.header_bytes as u64)
+        .read_to_end(&mut block)
+        .map_err(|e| Error::io(path, e))?;
     writeln!(con, "reading {}", path.display())?;
     let wants = match a.bits {
         PixelBits::U16 => "unsigned_short",
@@ -270,7 +274,7 @@ fn photon_image(a: &NoisifyArgs, image: &[f32], input: &Path, con: &mut Out) -> 
         }
     }
     let m = &a.model;
-    let on_scale = max * m.photon_scale * m.fluence * 7.94079248018965e-30;
+    let on_scale = max * m.photon_scale * m.fluence * crate::experiment::R_E_SQR;
     writeln!(
         con,
         "maximum value in input file: {} ( {} on photon scale)",

@@ -1,14 +1,12 @@
 //! The steps of `noisify`'s chain, each a function of the image before it: photons, noise,
 //! integer pixels. The PSF between the noise and the pixels is [`super::psf`].
 
+use crate::experiment::R_E_SQR;
 use crate::render::noise::Deviates;
 
-/// C's default fluence (photons/m²) times the Thomson cross section r_e² (m²): the factor
-/// that puts an input file on the photons/pixel scale, so unity unless `-fluence` changes it.
+/// C's default fluence (photons/m²): times the Thomson cross section r_e² it is the factor
+/// that puts an input file on the photons/pixel scale, unity unless `-fluence` changes it.
 pub const PHOTON_SCALE_FLUENCE: f64 = 125932015286227086360700780544.0;
-
-/// The Thomson cross section r_e² (m²) C's `noisify` uses.
-const R_E_SQR: f64 = 7.94079248018965e-30;
 
 /// The integer type of the pixels written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,9 +54,10 @@ fn fiber_integral(x: f64, y: f64, g: f64) -> f64 {
     (x * y / (g * (g * g + x * x + y * y).sqrt())).atan() / 2.0 / std::f64::consts::PI
 }
 
-/// The integral of `f` over the unit pixel centred on (x, y), by C's four corners.
-fn over_pixel(f: impl Fn(f64, f64) -> f64, x: f64, y: f64) -> f64 {
-    f(x + 0.5, y + 0.5) - f(x + 0.5, y - 0.5) - f(x - 0.5, y + 0.5) + f(x - 0.5, y - 0.5)
+/// The integral of `f` over the square of half-side `half` centred on (x, y), from its
+/// antiderivative at C's four corners.
+fn over_pixel(f: impl Fn(f64, f64) -> f64, x: f64, y: f64, half: f64) -> f64 {
+    f(x + half, y + half) - f(x + half, y - half) - f(x - half, y + half) + f(x - half, y - half)
 }
 
 impl Psf {
@@ -70,20 +71,13 @@ impl Psf {
         let (x, y) = (dx as f64, dy as f64);
         match self.shape {
             PsfShape::Gauss => {
+                // C's ngauss2D_pixel(x/fwhm, y/fwhm, 1/fwhm): in units of the FWHM
                 let w = self.fwhm_px;
-                let integral = |x: f64, y: f64| {
-                    // C's ngauss2D_pixel(x/fwhm, y/fwhm, 1/fwhm)
-                    let half = 1.0 / w / 2.0;
-                    gauss_integral(x + half, y + half)
-                        - gauss_integral(x + half, y - half)
-                        - gauss_integral(x - half, y + half)
-                        + gauss_integral(x - half, y - half)
-                };
-                integral(x / w, y / w)
+                over_pixel(gauss_integral, x / w, y / w, 1.0 / w / 2.0)
             }
             PsfShape::Fiber => {
                 let g = self.g();
-                over_pixel(|x, y| fiber_integral(x, y, g), x, y)
+                over_pixel(|x, y| fiber_integral(x, y, g), x, y, 1.0 / 2.0)
             }
         }
     }
