@@ -58,6 +58,8 @@ pub mod guides {
     pub struct ManyShots;
     #[doc = include_str!("../docs/noisify.md")]
     pub struct Noisify;
+    #[doc = include_str!("../docs/nonbragg.md")]
+    pub struct NonBragg;
     #[doc = include_str!("../docs/outputs.md")]
     pub struct Outputs;
     #[doc = include_str!("../docs/panels.md")]

@@ -3,5 +3,6 @@
 
 pub mod console;
 pub mod noisify;
+pub mod nonbragg;
 pub mod program;
 pub mod shots;

@@ -9,7 +9,12 @@
 ///   after rounding is < −4 or ≥ 6, fixed form otherwise;
 /// * `inf`, `-inf`, `nan` (`-nan` when the sign bit is set, as glibc) and `-0` for negative zero.
 pub fn fmt_g(x: f64) -> String {
-    const PRECISION: i32 = 6;
+    fmt_g_precision(x, 6)
+}
+
+/// C's `printf("%.<precision>g", x)`: [`fmt_g`] with `precision` significant digits (≥ 1).
+pub fn fmt_g_precision(x: f64, precision: usize) -> String {
+    let digits = precision.max(1) as i32;
     if x.is_nan() {
         return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
     }
@@ -21,17 +26,17 @@ pub fn fmt_g(x: f64) -> String {
     }
     // Rust's `{:e}` formatting is exact and rounds ties to even, like glibc; it yields
     // "d.ddddde<exp>" and gives us the exponent after rounding, which decides the style.
-    let sci = format!("{:.*e}", (PRECISION - 1) as usize, x);
+    let sci = format!("{:.*e}", (digits - 1) as usize, x);
     let (mantissa, exp) = match sci.split_once('e') {
         Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
         None => (sci.as_str(), 0),
     };
-    if !(-4..PRECISION).contains(&exp) {
+    if !(-4..digits).contains(&exp) {
         let mantissa = strip_zeros(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
     } else {
-        let decimals = (PRECISION - 1 - exp).max(0) as usize;
+        let decimals = (digits - 1 - exp).max(0) as usize;
         strip_zeros(&format!("{:.*}", decimals, x)).to_string()
     }
 }

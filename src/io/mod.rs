@@ -21,6 +21,7 @@ pub mod png;
 pub mod raw;
 pub mod smv;
 pub mod sourcefile;
+pub mod stol;
 
 pub use atomic::{write_atomic, write_atomic_with};
 pub use fdump::{read_fdump, write_fdump};

@@ -4,6 +4,7 @@
 //! `S` = sources, `C` = orientations (source × φ step × mosaic domain), in C's loop order.
 //! Units: metres, radians, m⁻¹ for scattering vectors; Miller indices are dimensionless.
 
+pub mod amorphous;
 pub mod detector;
 pub mod lattice;
 pub mod polarization;

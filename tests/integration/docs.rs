@@ -97,11 +97,12 @@ fn logical_lines(body: &[&str], prompted: bool) -> Vec<String> {
 }
 
 /// The programs whose runs the test checks.
-const PROGRAMS: [&str; 5] = [
+const PROGRAMS: [&str; 6] = [
     "nanobragg",
     "nanobragg-manifest",
     "nanobragg-compare",
     "noisify",
+    "nonbragg",
     "sbatch",
 ];
 
@@ -131,10 +132,11 @@ fn runs_nanobragg(block: &ShellBlock) -> bool {
 }
 
 /// Files the guides' commands read, as a user would have them: (name in the guide, source).
-const INPUTS: [(&str, Input); 3] = [
+const INPUTS: [(&str, Input); 4] = [
     ("refined.expt", Input::Fixture("fixtures/panels/four_tilted.expt")),
     ("jungfrau4m.geom", Input::Fixture("fixtures/panels/cspad64.geom")),
     ("shots.jsonl", Input::Text(SHOT_LIST)),
+    ("water.stol", Input::Fixture("fixtures/stol/water.stol")),
 ];
 
 /// Where an input file comes from.
@@ -239,6 +241,7 @@ fn shims() -> tempfile::TempDir {
     )
     .expect("link to nanobragg-manifest");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_noisify"), dir.path().join("noisify")).expect("link to noisify");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_nonbragg"), dir.path().join("nonbragg")).expect("link to nonbragg");
     dir
 }
 

@@ -31,6 +31,7 @@ mod native;
 mod native_vjp;
 mod nexus;
 mod noisify;
+mod nonbragg;
 mod outputs;
 mod outside_crate;
 mod panel_simulator;

@@ -1,0 +1,206 @@
+//! Amorphous scattering (the C suite's `nonBragg`): the structure factor of a material without
+//! long-range order as a function of sinθ/λ, interpolated from a `.stol` table, and the
+//! background intensity it gives each pixel.
+//!
+//! Per sample and source, I = sign(F)·F²·P·ω·capture·w, where F = F(sinθ/λ) (electrons), P the
+//! Kahn polarization factor, ω the pixel's solid angle (sr), capture the sensor's absorbed
+//! fraction and w the source's weight. Summed over samples and divided by their count, times
+//! r_e²·fluence·molecules, it is photons per pixel.
+//!
+//! [`StolCurve`] is C's table: two guard points at each end and a four-point Lagrange
+//! interpolation (`polint`) in the interval that holds sinθ/λ. The tensor stages take their
+//! values from it in f64 on the host, so every backend gets C's F, and their derivative in
+//! sinθ/λ exactly.
+
+use crate::io::stol::{StolTable, StolUnits};
+use burn::tensor::{backend::Backend, Tensor, TensorData};
+
+/// A `.stol` table as C interpolates it: sinθ/λ (m⁻¹) strictly increasing, with two guard
+/// points at each end (at ∓10⁹⁹ and ∓10⁹⁸ m⁻¹) that repeat the first and the last F.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StolCurve {
+    /// sinθ/λ of each point (m⁻¹), guards included.
+    pub stol: Vec<f64>,
+    /// F at each point (electrons).
+    pub f: Vec<f64>,
+}
+
+impl StolCurve {
+    /// The curve of `table`, its abscissae read in `units`.
+    pub fn new(table: &StolTable, units: StolUnits) -> Self {
+        let mult = units.to_stol_per_m();
+        let (low, high) = (table.f[0], table.f[table.f.len() - 1]);
+        let mut stol = vec![-1e99, -1e98];
+        stol.extend(table.x.iter().map(|x| x * mult));
+        stol.extend([1e98, 1e99]);
+        let mut f = vec![low, low];
+        f.extend(&table.f);
+        f.extend([high, high]);
+        Self { stol, f }
+    }
+
+    /// Points in the curve, guards included (C's `stols`).
+    pub fn len(&self) -> usize {
+        self.stol.len()
+    }
+
+    /// Never empty: a curve holds its four guards.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// C's `nearest` for sinθ/λ = `s` (m⁻¹): the last point at or below `s`, at least 1.
+    pub fn interval(&self, s: f64) -> usize {
+        self.stol
+            .partition_point(|&x| x <= s)
+            .saturating_sub(1)
+            .clamp(1, self.len() - 3)
+    }
+
+    /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹): C's `polint` through points
+    /// `interval(s) − 1 ..= interval(s) + 2`, with C's order of operations.
+    pub fn f_at(&self, s: f64) -> f64 {
+        let k = self.interval(s) - 1;
+        polint(&self.stol[k..k + 4], &self.f[k..k + 4], s)
+    }
+
+    /// F(s) and dF/ds (electrons·m) of the same cubic.
+    pub fn f_and_slope(&self, s: f64) -> (f64, f64) {
+        let k = self.interval(s) - 1;
+        let (xa, ya) = (&self.stol[k..k + 4], &self.f[k..k + 4]);
+        let mut slope = 0.0;
+        for i in 0..4 {
+            let others = (0..4).filter(|&j| j != i);
+            let denom: f64 = others.clone().map(|j| xa[i] - xa[j]).product();
+            // d/ds Π_{j≠i}(s − x_j) = Σ_{m≠i} Π_{j≠i,m}(s − x_j)
+            let d: f64 = others
+                .clone()
+                .map(|m| others.clone().filter(|&j| j != m).map(|j| s - xa[j]).product::<f64>())
+                .sum();
+            slope += d * ya[i] / denom;
+        }
+        (self.f_at(s), slope)
+    }
+}
+
+/// C's `polint`: the cubic through four points (xa, ya), at x, term by term as C writes it.
+pub fn polint(xa: &[f64], ya: &[f64], x: f64) -> f64 {
+    let x0 = (x - xa[1]) * (x - xa[2]) * (x - xa[3]) * ya[0] / ((xa[0] - xa[1]) * (xa[0] - xa[2]) * (xa[0] - xa[3]));
+    let x1 = (x - xa[0]) * (x - xa[2]) * (x - xa[3]) * ya[1] / ((xa[1] - xa[0]) * (xa[1] - xa[2]) * (xa[1] - xa[3]));
+    let x2 = (x - xa[0]) * (x - xa[1]) * (x - xa[3]) * ya[2] / ((xa[2] - xa[0]) * (xa[2] - xa[1]) * (xa[2] - xa[3]));
+    let x3 = (x - xa[0]) * (x - xa[1]) * (x - xa[2]) * ya[3] / ((xa[3] - xa[0]) * (xa[3] - xa[1]) * (xa[3] - xa[2]));
+    x0 + x1 + x2 + x3
+}
+
+/// F(sinθ/λ) `[R, S]` (electrons) from sinθ/λ `[R, S]` (m⁻¹): C's interpolated value, with
+/// ∂F/∂(sinθ/λ) the cubic's slope. The values come from the host in f64 (the table's guard
+/// points are out of f32's range), so F is C's on every backend.
+pub fn structure_factor<B: Backend>(stol: Tensor<B, 2>, curve: &StolCurve) -> Tensor<B, 2> {
+    let shape = stol.dims();
+    let device = stol.device();
+    let values: Vec<f64> = stol.clone().into_data().convert::<f64>().to_vec().unwrap_or_default();
+    let (f, slope): (Vec<f64>, Vec<f64>) = values.iter().map(|&s| curve.f_and_slope(s)).unzip();
+    let host = |v: Vec<f64>| Tensor::<B, 2>::from_data(TensorData::new(v, shape), &device);
+    // value F exactly (the difference is 0), gradient dF/ds
+    host(f) + (stol.clone() - stol.detach()) * host(slope)
+}
+
+/// Background intensity per sample `[R, 1]` (electrons²·sr): Σ_s sign(F)·F²·P·w_s·ω·capture.
+///
+/// `f` and `polar` `[R, S]`, `omega` and `capture` `[R, 1]`, `weights` `[1, S]`.
+pub fn amorphous_intensity<B: Backend>(
+    f: Tensor<B, 2>,
+    polar: Tensor<B, 2>,
+    omega: Tensor<B, 2>,
+    capture: Tensor<B, 2>,
+    weights: Tensor<B, 2>,
+) -> Tensor<B, 2> {
+    let signed_square = f.clone().abs() * f;
+    (signed_square * polar * weights).sum_dim(1) * omega * capture
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::testing::{dev, host, Ad, B};
+
+    fn curve(x: &[f64], f: &[f64]) -> StolCurve {
+        StolCurve::new(
+            &StolTable {
+                x: x.to_vec(),
+                f: f.to_vec(),
+            },
+            StolUnits::Stol,
+        )
+    }
+
+    /// C's search: walk up while s > x[n], then down while s < x[n] (and n ≥ 2), from any start.
+    fn c_nearest(c: &StolCurve, s: f64, mut n: usize) -> usize {
+        while s > c.stol[n] && n <= c.len() {
+            n += 1;
+        }
+        while s < c.stol[n] && n >= 2 {
+            n -= 1;
+        }
+        n
+    }
+
+    #[test]
+    fn interval_is_cs_search_from_any_start() {
+        let c = curve(&[0.01, 0.1, 0.2, 0.35, 0.5], &[2.0, 1.0, 3.0, 0.5, 0.2]);
+        for s in [0.0, 0.005e10, 0.01e10, 0.05e10, 0.1e10, 0.3e10, 0.5e10, 0.7e10, 3e10] {
+            for start in 1..c.len() - 2 {
+                assert_eq!(c.interval(s), c_nearest(&c, s, start), "s = {s}, start = {start}");
+            }
+        }
+    }
+
+    #[test]
+    fn interpolation_is_exact_at_the_points_and_for_cubics() {
+        let xs = [0.0, 0.05, 0.12, 0.2, 0.31, 0.4];
+        let cubic = |x: f64| 1.0 - 2.0 * x + 3.0 * x * x - 4.0 * x * x * x;
+        let c = curve(&xs, &xs.map(cubic));
+        for &x in &xs {
+            assert!((c.f_at(x * 1e10) - cubic(x)).abs() < 1e-12);
+        }
+        // inside the table, away from the guards, the four-point cubic reproduces a cubic
+        for s in [0.06, 0.1, 0.15, 0.25, 0.3] {
+            assert!((c.f_at(s * 1e10) - cubic(s)).abs() < 1e-9, "{s}");
+        }
+    }
+
+    #[test]
+    fn slope_is_the_derivative_of_the_value() {
+        let c = curve(&[0.0, 0.1, 0.2, 0.3, 0.45], &[2.5, 2.0, 1.2, 1.9, 0.4]);
+        for s in [0.0, 0.03e10, 0.17e10, 0.29e10, 0.44e10, 0.6e10] {
+            let h = 1e-7 * 1e10;
+            let numeric = (c.f_at(s + h) - c.f_at(s - h)) / (2.0 * h);
+            let (_, slope) = c.f_and_slope(s);
+            assert!(
+                (slope - numeric).abs() <= 1e-6 * (1.0 + numeric.abs()) / 1e10,
+                "{s}: {slope} vs {numeric}"
+            );
+        }
+    }
+
+    #[test]
+    fn tensor_stage_gives_cs_values_and_slopes() {
+        let c = curve(&[0.0, 0.1, 0.2, 0.3, 0.45], &[2.5, 2.0, -1.2, 1.9, 0.4]);
+        let s = [0.01e10, 0.13e10, 0.22e10, 0.41e10];
+        let x = Tensor::<Ad, 2>::from_data(TensorData::new(s.to_vec(), [2, 2]), &dev()).require_grad();
+        let f = structure_factor(x.clone(), &c);
+        let values = host(f.clone().inner());
+        let grads = f.sum().backward();
+        let slopes = host(x.grad(&grads).unwrap());
+        for i in 0..4 {
+            assert_eq!(values[i], c.f_at(s[i]));
+            assert_eq!(slopes[i], c.f_and_slope(s[i]).1);
+        }
+        // and without autodiff
+        let plain = structure_factor(
+            Tensor::<B, 2>::from_data(TensorData::new(s.to_vec(), [2, 2]), &dev()),
+            &c,
+        );
+        assert_eq!(host(plain), values);
+    }
+}

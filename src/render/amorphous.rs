@@ -1,0 +1,238 @@
+//! The amorphous background image (the C suite's `nonBragg`): photons per pixel scattered by a
+//! material without long-range order, from its F(sinθ/λ) curve.
+//!
+//! [`render_background`] is C's loop in f64 on every core, pixel for pixel the C program's
+//! image; [`background_samples`] is the same physics as tensor stages, differentiable in the
+//! detector geometry (through the sample positions and the close distance), the material's
+//! amount and the curve's scale.
+
+use crate::base::vec3::{cross, dot, rotate_axis, scale, unitize, Vec3};
+use crate::physics::amorphous::{amorphous_intensity, structure_factor, StolCurve};
+use crate::physics::detector::{diffracted_directions, solid_angle};
+use crate::physics::polarization::kahn_factor_tensor;
+use crate::physics::scattering::{cos_two_theta, stol};
+use burn::tensor::{backend::Backend, Tensor, TensorData};
+use rayon::prelude::*;
+
+/// One source of the background: unit incident direction, wavelength (m) and weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BackgroundSource {
+    pub incident: Vec3,
+    pub lambda: f64,
+    pub weight: f64,
+}
+
+/// Everything C's `nonBragg` loop reads, resolved on the host. Lengths in m, angles in rad.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackgroundScene {
+    /// Detector size (pixels).
+    pub width: usize,
+    pub height: usize,
+    /// Rendered pixels, inclusive: fast `roi.0..=roi.1`, slow `roi.2..=roi.3`; others stay 0.
+    pub roi: (i64, i64, i64, i64),
+    /// Pixel size (m) and sub-pixels per side.
+    pub pixel: f64,
+    pub oversample: usize,
+    /// Detector fast, slow and normal axes, and the lab position of pixel (0, 0)'s corner (m).
+    pub fdet: Vec3,
+    pub sdet: Vec3,
+    pub odet: Vec3,
+    pub pix0: Vec3,
+    /// Beam direction, for the curved detector.
+    pub beam: Vec3,
+    /// Sample to beam spot (m) and to the detector plane (m).
+    pub distance: f64,
+    pub close_distance: f64,
+    /// `-curved_det`, `-point_pixel`, `-Fmap`.
+    pub curved: bool,
+    pub point_pixel: bool,
+    pub fmap: bool,
+    pub sources: Vec<BackgroundSource>,
+    /// Kahn factor and E-vector axis; `None` with `-nopolar`.
+    pub polarization: Option<(f64, Vec3)>,
+    pub curve: StolCurve,
+    /// Thomson cross section r_e² (m²), fluence (photons/m²) and molecules in the beam: the
+    /// photons per electron² are their product, taken in C's order.
+    pub r_e_sqr: f64,
+    pub fluence: f64,
+    pub molecules: f64,
+}
+
+impl BackgroundScene {
+    /// Samples per pixel: sources × oversample².
+    pub fn steps(&self) -> usize {
+        self.sources.len() * self.oversample * self.oversample
+    }
+
+    fn in_roi(&self, fast: usize, slow: usize) -> bool {
+        let (f, s) = (fast as i64, slow as i64);
+        !(f < self.roi.0 || f > self.roi.1 || s < self.roi.2 || s > self.roi.3)
+    }
+
+    /// Lab position of the sample at detector coordinates (Fdet, Sdet) (m), as C builds it.
+    fn position(&self, fdet: f64, sdet: f64) -> Vec3 {
+        let p: Vec3 =
+            std::array::from_fn(|i| fdet * self.fdet[i] + sdet * self.sdet[i] + 0.0 * self.odet[i] + self.pix0[i]);
+        if !self.curved {
+            return p;
+        }
+        let v = scale(self.beam, self.distance);
+        let v = rotate_axis(v, self.sdet, p[1] / self.distance);
+        rotate_axis(v, self.fdet, p[2] / self.distance)
+    }
+
+    /// Solid angle (sr) at air path `r` (m): C uses the whole pixel's size for every sub-pixel.
+    fn omega(&self, r: f64) -> f64 {
+        match self.point_pixel {
+            true => 1.0 / r / r,
+            false => self.pixel * self.pixel / r / r * self.close_distance / r,
+        }
+    }
+}
+
+/// C's `polarization_factor`: ½(1 + cos²2θ − K·cos 2ψ·sin²2θ) for unit `incident` and
+/// `diffracted`, ψ measured from the E-vector nearest `axis`.
+pub fn polarization_factor(kahn: f64, incident: Vec3, diffracted: Vec3, axis: Vec3) -> f64 {
+    let cos2 = dot(incident, diffracted);
+    let (cos2_sqr, mut psi) = (cos2 * cos2, 0.0);
+    let sin2_sqr = 1.0 - cos2_sqr;
+    if kahn != 0.0 {
+        let b_in = unitize(cross(axis, incident)).0;
+        let e_in = unitize(cross(incident, b_in)).0;
+        psi = -dot(diffracted, b_in).atan2(dot(diffracted, e_in));
+    }
+    0.5 * (1.0 + cos2_sqr - kahn * (2.0 * psi).cos() * sin2_sqr)
+}
+
+/// The rendered image and what C reports about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackgroundImage {
+    /// Photons per pixel, fast-major, `width·height`.
+    pub pixels: Vec<f32>,
+    /// Σ ω over every rendered sample (sr).
+    pub omega_sum: f64,
+    /// Detector coordinates (Fdet, Sdet) (m) of the last sample of each pixel, for C's
+    /// "max_I at" line.
+    pub last_sample: Vec<(f64, f64)>,
+}
+
+/// C's `nonBragg` loop: each pixel of the ROI, its sub-pixels and sources, in C's order and
+/// arithmetic, rows spread over rayon's threads (each pixel's sum is C's whatever the count).
+pub fn render_background(scene: &BackgroundScene) -> BackgroundImage {
+    let w = scene.width;
+    let mut pixels = vec![0.0f32; w * scene.height];
+    let mut rows: Vec<(f64, Vec<(f64, f64)>)> = Vec::new();
+    pixels
+        .par_chunks_mut(w.max(1))
+        .enumerate()
+        .map(|(slow, row)| {
+            let mut omega_sum = 0.0;
+            let mut last = vec![(0.0, 0.0); row.len()];
+            for (fast, out) in row.iter_mut().enumerate() {
+                if scene.in_roi(fast, slow) {
+                    let (value, omega, at) = pixel(scene, fast, slow);
+                    (*out, last[fast]) = (value, at);
+                    omega_sum += omega;
+                }
+            }
+            (omega_sum, last)
+        })
+        .collect_into_vec(&mut rows);
+    BackgroundImage {
+        pixels,
+        omega_sum: rows.iter().map(|r| r.0).sum(),
+        last_sample: rows.into_iter().flat_map(|r| r.1).collect(),
+    }
+}
+
+/// One pixel: its value (photons, or F with `-Fmap`), its Σω and its last sample's (Fdet, Sdet).
+fn pixel(scene: &BackgroundScene, fast: usize, slow: usize) -> (f32, f64, (f64, f64)) {
+    let os = scene.oversample;
+    let sub = scene.pixel / os as f64;
+    let (mut intensity, mut omega_sum, mut last_f, mut at) = (0.0f64, 0.0f64, 0.0f64, (0.0, 0.0));
+    for sub_s in 0..os {
+        for sub_f in 0..os {
+            let fdet = sub * (fast * os + sub_f) as f64 + sub / 2.0;
+            let sdet = sub * (slow * os + sub_s) as f64 + sub / 2.0;
+            at = (fdet, sdet);
+            let (diffracted, airpath) = unitize(scene.position(fdet, sdet));
+            let omega = scene.omega(airpath);
+            omega_sum += omega;
+            for src in &scene.sources {
+                let q: Vec3 = std::array::from_fn(|i| (diffracted[i] - src.incident[i]) / src.lambda);
+                let s = 0.5 * dot(q, q).sqrt();
+                let f = scene.curve.f_at(s);
+                let sign = if f < 0.0 { -1.0 } else { 1.0 };
+                let polar = match scene.polarization {
+                    Some((kahn, axis)) => polarization_factor(kahn, src.incident, diffracted, axis),
+                    None => 1.0,
+                };
+                intensity += sign * f * f * polar * omega * src.weight * 1.0;
+                last_f = f;
+            }
+        }
+    }
+    let value = match scene.fmap {
+        true => last_f as f32,
+        false => (intensity * scene.r_e_sqr * scene.fluence * scene.molecules / scene.steps() as f64) as f32,
+    };
+    (value, omega_sum, at)
+}
+
+/// The background of the samples at lab `positions` `[R, 3]` (m), photons per sample
+/// `[R, 1]` before the average over a pixel's samples: Σ_s sign(F)·F²·P·ω·w_s ×
+/// `amount` `[1, 1]` (r_e²·fluence·molecules), F taken from the curve at sinθ/λ and scaled by
+/// `f_scale` `[1, 1]`. `close_distance` `[1, 1]` (m) enters ω. Gradients reach the positions,
+/// the close distance, the amount and the scale.
+pub fn background_samples<B: Backend>(
+    scene: &BackgroundScene,
+    positions: Tensor<B, 2>,
+    close_distance: Tensor<B, 2>,
+    amount: Tensor<B, 2>,
+    f_scale: Tensor<B, 2>,
+) -> Tensor<B, 2> {
+    let device = positions.device();
+    let r = positions.dims()[0];
+    let (directions, airpath) = diffracted_directions(positions);
+    let directions = directions.rows();
+    let omega = solid_angle(airpath, scene.pixel, close_distance, scene.point_pixel);
+    let s = scene.sources.len();
+    let row = |v: Vec<f64>| Tensor::<B, 2>::from_data(TensorData::new(v, [1, s]), &device);
+    let incident_t = Tensor::<B, 2>::from_data(
+        TensorData::new(
+            scene.sources.iter().flat_map(|x| x.incident).collect::<Vec<_>>(),
+            [s, 3],
+        ),
+        &device,
+    )
+    .transpose();
+    let cos2 = cos_two_theta(directions.clone(), incident_t);
+    let inv_lambda = row(scene.sources.iter().map(|x| 1.0 / x.lambda).collect());
+    let f = structure_factor(stol(cos2.clone(), inv_lambda), &scene.curve) * f_scale;
+    let polar = match scene.polarization {
+        None => Tensor::<B, 2>::ones([r, s], &device),
+        Some((kahn, axis)) => {
+            let frames: Vec<(Vec3, Vec3)> = scene
+                .sources
+                .iter()
+                .map(|x| {
+                    let b_in = unitize(cross(axis, x.incident)).0;
+                    (unitize(cross(x.incident, b_in)).0, b_in)
+                })
+                .collect();
+            let basis = |pick: fn(&(Vec3, Vec3)) -> Vec3| {
+                let v: Vec<f64> = frames.iter().flat_map(pick).collect();
+                Tensor::<B, 2>::from_data(TensorData::new(v, [s, 3]), &device).transpose()
+            };
+            let e_proj = directions.clone().matmul(basis(|x| x.0));
+            let b_proj = directions.matmul(basis(|x| x.1));
+            kahn_factor_tensor(cos2, e_proj, b_proj, Tensor::from_data([[kahn]], &device))
+        }
+    };
+    let weights = row(scene.sources.iter().map(|x| x.weight).collect());
+    let ones = Tensor::<B, 2>::ones([r, 1], &device);
+    amorphous_intensity(f, polar, omega, ones, weights) * amount
+}
+
+#[cfg(test)]
+mod tests;

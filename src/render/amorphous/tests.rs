@@ -1,0 +1,180 @@
+use super::*;
+use crate::diff::testing::{dev, host, max_rel, Ad};
+use crate::io::stol::{StolTable, StolUnits};
+
+/// A tilted 6×5 detector 80 mm away, two sources (different λ and weight), Kahn 0.7, 2×2
+/// sub-pixels, a curve with a sign change.
+fn scene() -> BackgroundScene {
+    let table = StolTable {
+        x: vec![0.0, 0.05, 0.1, 0.2, 0.3, 0.5],
+        f: vec![2.57, 2.6, 2.9, 1.5, -0.4, 0.8],
+    };
+    let (fdet, sdet) = (
+        crate::base::vec3::rotate_xyz([0.0, 0.0, 1.0], 0.05, -0.1, 0.02),
+        crate::base::vec3::rotate_xyz([0.0, -1.0, 0.0], 0.05, -0.1, 0.02),
+    );
+    let odet = unitize(cross(fdet, sdet)).0;
+    let distance = 0.08;
+    let (xbeam, ybeam) = (0.006, 0.004);
+    let beam = [1.0, 0.0, 0.0];
+    let pix0 = std::array::from_fn(|i| -xbeam * fdet[i] - ybeam * sdet[i] + distance * beam[i]);
+    BackgroundScene {
+        width: 6,
+        height: 5,
+        roi: (0, 6, 0, 5),
+        pixel: 2e-3,
+        oversample: 2,
+        fdet,
+        sdet,
+        odet,
+        pix0,
+        beam,
+        distance,
+        close_distance: dot(pix0, odet),
+        curved: false,
+        point_pixel: false,
+        fmap: false,
+        sources: vec![
+            BackgroundSource {
+                incident: beam,
+                lambda: 1e-10,
+                weight: 1.0,
+            },
+            BackgroundSource {
+                incident: unitize([1.0, 0.002, -0.001]).0,
+                lambda: 0.9e-10,
+                weight: 0.5,
+            },
+        ],
+        polarization: Some((0.7, [0.0, 0.0, 1.0])),
+        curve: StolCurve::new(&table, StolUnits::Stol),
+        r_e_sqr: crate::experiment::R_E_SQR,
+        fluence: 1e24,
+        molecules: 3.3e19,
+    }
+}
+
+/// Lab positions `[R, 3]` of every sample of every pixel, in C's order, for pix0 moved along
+/// the beam by `shift` (m).
+fn positions(s: &BackgroundScene, shift: f64) -> Vec<f64> {
+    let os = s.oversample;
+    let sub = s.pixel / os as f64;
+    let mut out = Vec::new();
+    for slow in 0..s.height {
+        for fast in 0..s.width {
+            for ss in 0..os {
+                for sf in 0..os {
+                    let (f, sl) = (
+                        sub * (fast * os + sf) as f64 + sub / 2.0,
+                        sub * (slow * os + ss) as f64 + sub / 2.0,
+                    );
+                    out.extend((0..3).map(|i| f * s.fdet[i] + sl * s.sdet[i] + s.pix0[i] + shift * s.beam[i]));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The tensor stages' image (photons/pixel) with the detector moved `shift` (m) along the beam,
+/// the material's amount times `amount` and F times `f_scale`; all of them leaves for autodiff.
+fn tensor_image(s: &BackgroundScene, shift: f64, amount: f64, f_scale: f64) -> (Tensor<Ad, 2>, [Tensor<Ad, 2>; 3]) {
+    let p = positions(s, shift);
+    let r = p.len() / 3;
+    let leaf = |v: f64| Tensor::<Ad, 2>::from_data([[v]], &dev()).require_grad();
+    let (d, a, k) = (leaf(shift), leaf(amount), leaf(f_scale));
+    let beam = Tensor::<Ad, 2>::from_data(TensorData::new(s.beam.to_vec(), [1, 3]), &dev());
+    let base = Tensor::<Ad, 2>::from_data(TensorData::new(p, [r, 3]), &dev());
+    // the shift enters the positions and the close distance, as moving the detector does
+    let moved = base + beam.clone().mul(d.clone()).expand([r, 3]);
+    let close = d.clone() * dot(s.beam, s.odet) + s.close_distance;
+    let per_photon = s.r_e_sqr * s.fluence * s.molecules;
+    let samples = background_samples(s, moved, close, a.clone() * per_photon, k.clone());
+    let image = samples
+        .reshape([s.width * s.height, s.oversample * s.oversample])
+        .sum_dim(1)
+        / s.steps() as f64;
+    (image, [d, a, k])
+}
+
+#[test]
+fn tensor_stages_match_cs_loop() {
+    let s = scene();
+    let c_loop: Vec<f64> = render_background(&s).pixels.iter().map(|&v| v as f64).collect();
+    let tensors = host(tensor_image(&s, 0.0, 1.0, 1.0).0.inner());
+    // the loop rounds each pixel to f32 as C does
+    assert!(max_rel(&tensors, &c_loop, 1e-30) < 1e-7, "{tensors:?} vs {c_loop:?}");
+    assert!(c_loop.iter().any(|&v| v > 0.0));
+}
+
+#[test]
+fn unity_table_without_polarization_is_the_inverse_square_law() {
+    let mut s = scene();
+    s.curve = StolCurve::new(
+        &StolTable {
+            x: vec![0.0, 1.0],
+            f: vec![1.0, 1.0],
+        },
+        StolUnits::Stol,
+    );
+    (s.polarization, s.point_pixel, s.oversample) = (None, true, 1);
+    s.sources.truncate(1);
+    let image = render_background(&s);
+    for slow in 0..s.height {
+        for fast in 0..s.width {
+            let centre = s.position(s.pixel * (fast as f64 + 0.5), s.pixel * (slow as f64 + 0.5));
+            let expected = s.r_e_sqr * s.fluence * s.molecules / dot(centre, centre);
+            let got = image.pixels[slow * s.width + fast] as f64;
+            assert!((got / expected - 1.0).abs() < 1e-6, "{got} vs {expected}");
+        }
+    }
+}
+
+#[test]
+fn the_image_is_the_same_on_any_thread_count() {
+    let s = scene();
+    let on = |n: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+        pool.install(|| render_background(&s))
+    };
+    let one = on(1);
+    for n in [2, 3] {
+        let many = on(n);
+        assert_eq!(many.pixels, one.pixels);
+        assert_eq!(many.last_sample, one.last_sample);
+    }
+}
+
+/// Gradients of a weighted sum of the image with respect to the detector's position along the
+/// beam, the material's amount and F's scale, against central differences of the forward.
+#[test]
+fn gradients_equal_central_differences() {
+    let s = scene();
+    let weights: Vec<f64> = (0..s.width * s.height).map(|i| 1.0 + (i % 7) as f64 * 0.3).collect();
+    let w = Tensor::<Ad, 2>::from_data(TensorData::new(weights.clone(), [weights.len(), 1]), &dev());
+    let (image, leaves) = tensor_image(&s, 0.0, 1.0, 1.0);
+    let grads = (image * w).sum().backward();
+    let analytic: Vec<f64> = leaves.iter().map(|l| host(l.grad(&grads).unwrap())[0]).collect();
+    let loss = |shift: f64, amount: f64, scale: f64| {
+        let img = host(tensor_image(&s, shift, amount, scale).0.inner());
+        img.iter().zip(&weights).map(|(a, b)| a * b).sum::<f64>()
+    };
+    let steps = [1e-6, 1e-4, 1e-4];
+    let at = |k: usize, h: f64| {
+        let mut x = [0.0, 1.0, 1.0];
+        x[k] += h;
+        loss(x[0], x[1], x[2])
+    };
+    for k in 0..3 {
+        let numeric = (at(k, steps[k]) - at(k, -steps[k])) / (2.0 * steps[k]);
+        assert!(
+            (analytic[k] - numeric).abs() <= 1e-6 * numeric.abs(),
+            "parameter {k}: {} vs {numeric}",
+            analytic[k]
+        );
+    }
+    // analytic limits: linear in the amount, F² in the scale (sign(F)·F² is odd, its slope 2·I)
+    let total = loss(0.0, 1.0, 1.0);
+    assert!((analytic[1] / total - 1.0).abs() < 1e-12);
+    assert!((analytic[2] / (2.0 * total) - 1.0).abs() < 1e-12);
+}
