@@ -47,6 +47,26 @@ def noisify_main(argv: Flags) -> int:
     """Run the `noisify` program on `argv` (its flags, without the program name), as the binary
     does: prints C's log, writes the images, returns the exit status (0, or 9)."""
 
+def nonbragg_main(argv: Flags) -> int:
+    """Run the `nonbragg` program (the C suite's `nonBragg`) on `argv` (its flags, without the
+    program name), as the binary does: prints C's log, writes the images, returns the exit
+    status (0, or 9)."""
+
+def nonbragg_image(argv: Flags) -> ImageArray:
+    """The amorphous-background image `nonbragg` renders for `argv`, float32 `(slow, fast)`
+    photons per pixel; nothing is printed or written. Bad flags or tables raise ValueError."""
+
+def read_stol(path: Path, units: str = "stol") -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """A `.stol` table as `(stol, F)`: sin(theta)/lambda in 1/Angstrom (the first column read as
+    `'stol'`, `'4stol'` or `'Q'`) and F in electrons. A malformed table raises ValueError
+    naming the file and line."""
+
+def stol_structure_factor(
+    path: Path, stol: npt.ArrayLike, units: str = "stol"
+) -> npt.NDArray[np.float64]:
+    """F of the table at `path` at each sin(theta)/lambda of `stol` (1/Angstrom), interpolated
+    as `nonbragg` does (the cubic through the four nearest points)."""
+
 def apply_psf(image: npt.ArrayLike, psf: str, fwhm: float, radius: int = 0) -> ImageArray:
     """`image` (2-D, photons/pixel) blurred by a `'gauss'` or `'fiber'` point-spread function
     of FWHM `fwhm` pixels, as `noisify` does (`radius` 0: chosen per pixel). float32."""

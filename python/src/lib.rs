@@ -9,6 +9,7 @@
 
 use pyo3::prelude::*;
 
+mod amorphous;
 mod arrays;
 mod detector;
 mod errors;
@@ -76,6 +77,10 @@ fn nanobragg_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(detector::noisify_main, m)?)?;
     m.add_function(wrap_pyfunction!(detector::add_noise, m)?)?;
     m.add_function(wrap_pyfunction!(detector::apply_psf, m)?)?;
+    m.add_function(wrap_pyfunction!(amorphous::nonbragg_main, m)?)?;
+    m.add_function(wrap_pyfunction!(amorphous::nonbragg_image, m)?)?;
+    m.add_function(wrap_pyfunction!(amorphous::read_stol, m)?)?;
+    m.add_function(wrap_pyfunction!(amorphous::stol_structure_factor, m)?)?;
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     m.add_class::<simulator::Simulator>()?;
     m.add_class::<gradcheck::Report>()?;

@@ -20,12 +20,13 @@ use flags::{NonBraggArgs, Parsed};
 use setup::Setup;
 use std::io::Write;
 
-type Out = Console<std::io::Stdout>;
+/// Where the log goes: standard output for the program, nowhere for [`render_image`].
+type Out = Console<Box<dyn std::io::Write>>;
 
 /// Runs `nonbragg` on `args` (without the program name); returns the exit status: 0, or 9 after
 /// printing `nonbragg: error: …` to standard error.
 pub fn main(args: &[String]) -> u8 {
-    let mut con = Console::stdout();
+    let mut con: Out = Console::new(Box::new(std::io::stdout()));
     match run(args, &mut con).and_then(|()| con.flush()) {
         Ok(()) => 0,
         Err(e) => {
@@ -34,6 +35,30 @@ pub fn main(args: &[String]) -> u8 {
             EXIT_ERROR
         }
     }
+}
+
+/// The image `nonbragg` would render for `args` (its flags), without printing or writing
+/// anything: (width, height, photons per pixel fast-major; F with `-Fmap`).
+pub fn render_image(args: &[String]) -> Result<(usize, usize, Vec<f32>)> {
+    let Parsed::Run(a) = flags::parse(args)? else {
+        return Err(Error::flag("-h", "asks for the usage, not an image"));
+    };
+    if a.stol.is_none() {
+        return Err(Error::flag(
+            "-stol",
+            "no structure-factor table: give -stol FILE (or -4stol, -Q)",
+        ));
+    }
+    let setup = setup::resolve(&a, &mut Console::new(Box::new(std::io::sink())))?;
+    let image = match a.threads {
+        None => render_background(&setup.scene),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| Error::flag("-nthreads", e.to_string()))?
+            .install(|| render_background(&setup.scene)),
+    };
+    Ok((setup.scene.width, setup.scene.height, image.pixels))
 }
 
 fn run(args: &[String], con: &mut Out) -> Result<()> {
