@@ -31,12 +31,11 @@ use crate::render::trace::trace_pixel;
 use crate::render::{Image, Progress, RenderOptions};
 use crate::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// C exits with 9 on bad input; so do we, for every error.
-pub const EXIT_ERROR: u8 = 9;
+pub use crate::app::console::EXIT_ERROR;
 
 /// Standard output, where C prints its log.
 type Out = Console<std::io::Stdout>;
@@ -45,15 +44,7 @@ type Out = Console<std::io::Stdout>;
 /// write the outputs, and return the exit status: 0, or [`EXIT_ERROR`] after printing
 /// `nanobragg: error: …` to standard error.
 pub fn main(args: &[String]) -> u8 {
-    let mut con = Console::stdout();
-    match run(args, &mut con).and_then(|()| con.flush()) {
-        Ok(()) => 0,
-        Err(e) => {
-            // stderr may be unwritable too: never panic over the message
-            let _ = writeln!(std::io::stderr(), "nanobragg: error: {e}");
-            EXIT_ERROR
-        }
-    }
+    crate::app::console::exit_status("nanobragg", &mut Console::stdout(), |con| run(args, con))
 }
 
 fn run(args: &[String], con: &mut Out) -> Result<()> {

@@ -8,7 +8,6 @@
 pub mod flags;
 
 use crate::app::console::Console;
-use crate::app::program::EXIT_ERROR;
 use crate::base::cfmt::fmt_g;
 use crate::base::error::{Error, Result};
 use crate::io::smv::{pad_header, write_smv_block, SmvPixels};
@@ -17,7 +16,6 @@ use crate::render::detector::{
 };
 use crate::render::noise::Deviates;
 use flags::{NoisifyArgs, Parsed};
-use std::io::Write;
 use std::path::Path;
 
 type Out = Console<std::io::Stdout>;
@@ -25,15 +23,7 @@ type Out = Console<std::io::Stdout>;
 /// Runs `noisify` on `args` (without the program name); returns the exit status: 0, or 9 after
 /// printing `noisify: error: …` to standard error.
 pub fn main(args: &[String]) -> u8 {
-    let mut con = Console::stdout();
-    match run(args, &mut con).and_then(|()| con.flush()) {
-        Ok(()) => 0,
-        Err(e) => {
-            let _ = con.flush();
-            let _ = writeln!(std::io::stderr(), "noisify: error: {e}");
-            EXIT_ERROR
-        }
-    }
+    crate::app::console::exit_status("noisify", &mut Console::stdout(), |con| run(args, con))
 }
 
 /// The detector's size and header values, after the flags, the `-header` file and the input's

@@ -10,7 +10,6 @@ pub mod flags;
 mod setup;
 
 use crate::app::console::Console;
-use crate::app::program::EXIT_ERROR;
 use crate::base::cfmt::fmt_g;
 use crate::base::error::{Error, Result};
 use crate::io::smv::{pad_header, write_smv_block, SmvPixels};
@@ -18,7 +17,6 @@ use crate::render::amorphous::{render_background, BackgroundImage};
 use crate::render::noise::Deviates;
 use flags::{NonBraggArgs, Parsed};
 use setup::Setup;
-use std::io::Write;
 
 /// Where the log goes: standard output for the program, nowhere for [`render_image`].
 type Out = Console<Box<dyn std::io::Write>>;
@@ -27,14 +25,7 @@ type Out = Console<Box<dyn std::io::Write>>;
 /// printing `nonbragg: error: …` to standard error.
 pub fn main(args: &[String]) -> u8 {
     let mut con: Out = Console::new(Box::new(std::io::stdout()));
-    match run(args, &mut con).and_then(|()| con.flush()) {
-        Ok(()) => 0,
-        Err(e) => {
-            let _ = con.flush();
-            let _ = writeln!(std::io::stderr(), "nonbragg: error: {e}");
-            EXIT_ERROR
-        }
-    }
+    crate::app::console::exit_status("nonbragg", &mut con, |con| run(args, con))
 }
 
 /// The image `nonbragg` would render for `args` (its flags), without printing or writing
