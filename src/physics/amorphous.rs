@@ -172,7 +172,9 @@ mod tests {
     #[test]
     fn slope_is_the_derivative_of_the_value() {
         let c = curve(&[0.0, 0.1, 0.2, 0.3, 0.45], &[2.5, 2.0, 1.2, 1.9, 0.4]);
-        for s in [0.0, 0.03e10, 0.17e10, 0.29e10, 0.44e10, 0.6e10] {
+        // between the points: the cubics of neighbouring intervals meet at a point with
+        // different slopes
+        for s in [0.01e10, 0.03e10, 0.17e10, 0.29e10, 0.44e10, 0.6e10] {
             let h = 1e-7 * 1e10;
             let numeric = (c.f_at(s + h) - c.f_at(s - h)) / (2.0 * h);
             let (_, slope) = c.f_and_slope(s);

@@ -54,9 +54,8 @@ fn scene() -> BackgroundScene {
     }
 }
 
-/// Lab positions `[R, 3]` of every sample of every pixel, in C's order, for pix0 moved along
-/// the beam by `shift` (m).
-fn positions(s: &BackgroundScene, shift: f64) -> Vec<f64> {
+/// Lab positions `[R, 3]` of every sample of every pixel, in C's order.
+fn positions(s: &BackgroundScene) -> Vec<f64> {
     let os = s.oversample;
     let sub = s.pixel / os as f64;
     let mut out = Vec::new();
@@ -68,7 +67,7 @@ fn positions(s: &BackgroundScene, shift: f64) -> Vec<f64> {
                         sub * (fast * os + sf) as f64 + sub / 2.0,
                         sub * (slow * os + ss) as f64 + sub / 2.0,
                     );
-                    out.extend((0..3).map(|i| f * s.fdet[i] + sl * s.sdet[i] + s.pix0[i] + shift * s.beam[i]));
+                    out.extend((0..3).map(|i| f * s.fdet[i] + sl * s.sdet[i] + s.pix0[i]));
                 }
             }
         }
@@ -79,7 +78,7 @@ fn positions(s: &BackgroundScene, shift: f64) -> Vec<f64> {
 /// The tensor stages' image (photons/pixel) with the detector moved `shift` (m) along the beam,
 /// the material's amount times `amount` and F times `f_scale`; all of them leaves for autodiff.
 fn tensor_image(s: &BackgroundScene, shift: f64, amount: f64, f_scale: f64) -> (Tensor<Ad, 2>, [Tensor<Ad, 2>; 3]) {
-    let p = positions(s, shift);
+    let p = positions(s);
     let r = p.len() / 3;
     let leaf = |v: f64| Tensor::<Ad, 2>::from_data([[v]], &dev()).require_grad();
     let (d, a, k) = (leaf(shift), leaf(amount), leaf(f_scale));
