@@ -55,7 +55,10 @@ fn main() {
     let table = root.join("fixtures/stol/water.stol");
     let dir = tempfile::tempdir().expect("temporary directory");
     let detector = format!("-lambda 6.2 -distance 100 -pixel 0.1 -detpixels {size} -oversample {oversample}");
-    let mut background = words(&format!("-stol {} {detector} -nonoise -noprogress -seed 1", table.display()));
+    let mut background = words(&format!(
+        "-stol {} {detector} -nonoise -noprogress -seed 1",
+        table.display()
+    ));
     let mut ours_bg = background.clone();
     ours_bg.extend(words(&format!("-nopgm -nthreads {threads}")));
     let light = words(&format!(

@@ -23,7 +23,11 @@ pub const EXIT_ERROR: u8 = 9;
 /// A program's exit status: runs `body` with its log on `con` and flushes it; 0, or after an
 /// error `<program>: error: …` on standard error (never a panic, even if that fails) and
 /// [`EXIT_ERROR`].
-pub fn exit_status<W: Write>(program: &str, con: &mut Console<W>, body: impl FnOnce(&mut Console<W>) -> Result<()>) -> u8 {
+pub fn exit_status<W: Write>(
+    program: &str,
+    con: &mut Console<W>,
+    body: impl FnOnce(&mut Console<W>) -> Result<()>,
+) -> u8 {
     match body(con).and_then(|()| con.flush()) {
         Ok(()) => 0,
         Err(e) => {
