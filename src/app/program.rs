@@ -208,7 +208,7 @@ fn write_panels_nexus(
     let out = &cfg.output;
     let counts = rendered.iter().enumerate().flat_map(|(k, (exp, image))| {
         let counts: Box<dyn Iterator<Item = i32>> = match out.noisefile {
-            Some(_) => Box::new(NoisePixels::new(exp, image, seed.wrapping_add(k as i64), out.adc)),
+            Some(_) => Box::new(NoisePixels::for_output(exp, image, seed.wrapping_add(k as i64), out)),
             None => Box::new(int_counts(exp, image, scale, out.adc)),
         };
         counts
@@ -534,7 +534,7 @@ fn write_outputs(
     if let Some(nexus) = &out.nexusfile {
         // the noise image's counts when noise is on (no -nonoise), drawn again from its seed
         match seed.filter(|_| out.noisefile.is_some()) {
-            Some(seed) => write_nexus_image(nexus, exp, NoisePixels::new(exp, image, seed, out.adc), &image.data)?,
+            Some(seed) => write_nexus_image(nexus, exp, NoisePixels::for_output(exp, image, seed, out), &image.data)?,
             None => write_nexus_image(nexus, exp, int_counts(exp, image, scale, out.adc), &image.data)?,
         }
         writeln!(
@@ -556,7 +556,7 @@ fn write_noise_files(
     seed: i64,
     con: &mut Out,
 ) -> Result<()> {
-    let draw = || NoisePixels::new(exp, image, seed, out.adc);
+    let draw = || NoisePixels::for_output(exp, image, seed, out);
     let mut drawn = None;
     if let Some(noisefile) = &out.noisefile {
         let mut noisy = draw();

@@ -379,6 +379,10 @@ pub struct OutputConfig {
     /// Derivative images (`-derivative NAME FILE`, beyond C): raw f32 ∂I/∂NAME per pixel.
     #[serde(default)]
     pub derivatives: Vec<(String, PathBuf)>,
+    /// The C suite's detector model on the noise images (`-flicker`, `-calibration`,
+    /// `-readout`, `-gain`, `-psf`, …, beyond C's nanoBragg); `None`: C's plain Poisson noise.
+    #[serde(default)]
+    pub detector: Option<DetectorNoiseConfig>,
     /// Int-image scale; `None` or ≤ 0 = automatic (55000 / max).
     pub scale: Option<f64>,
     /// Offset added to int and noise images. Default 40.
@@ -394,6 +398,52 @@ pub struct OutputConfig {
     pub progress: bool,
 }
 
+/// The point-spread function's form (`-psf gauss|fiber`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PsfKind {
+    Gauss,
+    Fiber,
+}
+
+/// `noisify`'s detector model as nanobragg applies it to its noise images: flicker and
+/// calibration error on each pixel's mean, the Poisson draw, a point-spread function, gain,
+/// the ADC offset (`-adc`) and read-out noise. Every term is off unless its flag is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetectorNoiseConfig {
+    /// Relative rms of the source's flicker, one draw per pixel (`-flicker`).
+    pub flicker: f64,
+    /// Relative rms of each pixel's static calibration error (`-calibration`).
+    pub calibration: f64,
+    /// The calibration error's seed as given (`-calib_seed n`; C's seed variable is −n);
+    /// `None`: noisify's fixed default.
+    pub calib_seed: Option<i64>,
+    /// Gaussian read-out noise (ADU rms, `-readout`).
+    pub readout: f64,
+    /// ADU per photon (`-gain`).
+    pub gain: f64,
+    /// The PSF's form (`-psf`); `None`: no PSF.
+    pub psf: Option<PsfKind>,
+    /// The PSF's FWHM (m; `-psf_fwhm` in µm, default 46 µm).
+    pub psf_fwhm: f64,
+    /// The PSF's radius (pixels; `-psf_radius`, 0: chosen per pixel).
+    pub psf_radius: u32,
+}
+
+impl Default for DetectorNoiseConfig {
+    fn default() -> Self {
+        Self {
+            flicker: 0.0,
+            calibration: 0.0,
+            calib_seed: None,
+            readout: 0.0,
+            gain: 1.0,
+            psf: None,
+            psf_fwhm: 46e-6,
+            psf_radius: 0,
+        }
+    }
+}
+
 impl Default for OutputConfig {
     fn default() -> Self {
         Self {
@@ -407,6 +457,7 @@ impl Default for OutputConfig {
             cbf_noisefile: None,
             nexusfile: None,
             derivatives: Vec::new(),
+            detector: None,
             scale: None,
             adc: 40.0,
             pgmscale: None,

@@ -7,9 +7,11 @@
 //! the 16-bit SMV images are those counts clipped to [0, 65535] ([`clip_to_u16`]), so the CBF
 //! and SMV images agree wherever the SMV is not clipped.
 
+use crate::config::OutputConfig;
 use crate::experiment::{ActivePixels, Experiment};
 use crate::io::cbf::CbfHeader;
 use crate::io::smv::SmvFields;
+use crate::render::detector::detector_counts;
 pub use crate::render::image::Statistics;
 use crate::render::image::{roi, Image};
 use crate::render::noise::PoissonNoise;
@@ -99,6 +101,8 @@ pub struct NoisePixels<'a> {
     data: std::iter::Enumerate<std::slice::Iter<'a, f32>>,
     roi: ActivePixels<'static>,
     adc: f64,
+    /// The counts of the detector model (`-psf`, `-readout`, …), drawn whole beforehand.
+    modelled: Option<std::vec::IntoIter<u32>>,
     /// Photons drawn so far (finite deviates).
     pub photons: f64,
     /// Pixels above 65535 so far (clipped in the SMV image).
@@ -112,9 +116,27 @@ impl<'a> NoisePixels<'a> {
             data: image.data.iter().enumerate(),
             roi: roi(exp),
             adc,
+            modelled: None,
             photons: 0.0,
             overloads: 0,
         }
+    }
+
+    /// The noise image `out` asks for: C's Poisson noise, or with a detector model
+    /// (`out.detector`) `noisify`'s chain on the whole float image (0 outside the ROI, as
+    /// C's), its photons after the PSF and the ROI's overloads counted beforehand.
+    pub fn for_output(exp: &Experiment, image: &'a Image, seed: i64, out: &OutputConfig) -> Self {
+        let mut pixels = Self::new(exp, image, seed, out.adc);
+        if let Some(cfg) = &out.detector {
+            let size = (image.fpixels, image.spixels);
+            let counts = detector_counts(&image.data, size, exp.detector.pixel_size, cfg, out.adc, seed);
+            for (i, &adu) in counts.adu.iter().enumerate() {
+                pixels.overloads += usize::from(pixels.roi.contains(i) && adu > 65535);
+            }
+            pixels.photons = counts.photons;
+            pixels.modelled = Some(counts.adu.into_iter());
+        }
+        pixels
     }
 }
 
@@ -123,6 +145,10 @@ impl Iterator for NoisePixels<'_> {
 
     fn next(&mut self) -> Option<i32> {
         let (i, &x) = self.data.next()?;
+        if let Some(modelled) = self.modelled.as_mut() {
+            let adu = modelled.next()?;
+            return Some(if self.roi.contains(i) { adu as i32 } else { 0 });
+        }
         if !self.roi.contains(i) {
             return Some(0);
         }

@@ -240,3 +240,76 @@ fn non_finite_input_is_refused_naming_file_and_pixel() {
     assert!(err.contains("nan.f32") && err.contains("pixel 5"), "{err}");
     assert!(!dir.path().join("intimage.img").exists(), "nothing may be written");
 }
+
+/// nanobragg's noise image with noisify's flags is noisify's noise image of nanobragg's float
+/// image, pixel for pixel: the same chain, seeds and streams in one run.
+#[test]
+fn nanobragg_with_the_detector_flags_gives_noisifys_noise_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = "-default_F 100 -cell 70 80 90 85 95 100 -misset 10 20 30 -lambda 1 -N 6 -distance 80 \
+                 -pixel 0.2 -detpixels_x 40 -detpixels_y 32 -fluence 1e26 -nopgm";
+    let model =
+        "-seed 5 -psf fiber -psf_fwhm 300 -readout 2 -flicker 0.02 -calibration 0.05 -calib_seed 17 -gain 2 -adc 30";
+    let run = |program: &str, args: String| {
+        let out = Command::new(program)
+            .args(args.split_whitespace())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{program}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ours = run(
+        env!("CARGO_BIN_EXE_nanobragg"),
+        format!("{scene} {model} -floatfile f.bin -intfile i.img -noisefile n1.img"),
+    );
+    run(
+        BIN,
+        format!("-bin f.bin -detpixels_x 40 -detpixels_y 32 -pixel 0.2 {model} -intfile i2.img -noisefile n2.img"),
+    );
+    let pixels = |f: &str| pixels(&std::fs::read(dir.path().join(f)).unwrap(), 16);
+    let (with_model, noisified) = (pixels("n1.img"), pixels("n2.img"));
+    assert_eq!(with_model, noisified);
+    // and the model did something: not C's plain Poisson image of the same seed
+    run(
+        env!("CARGO_BIN_EXE_nanobragg"),
+        format!("{scene} -seed 5 -adc 30 -floatfile f.bin -intfile i.img -noisefile n3.img"),
+    );
+    assert_ne!(with_model, pixels("n3.img"));
+    assert!(ours.contains("photons on noise image"), "{ours}");
+}
+
+#[test]
+fn nanobragg_refuses_bad_detector_flags() {
+    for (args, flag) in [
+        (["-psf", "box"], "-psf"),
+        (["-readout", "-1"], "-readout"),
+        (["-psf_fwhm", "x"], "-psf_fwhm"),
+        (["-calib_seed", "1e99"], "-calib_seed"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+            .args([
+                "-default_F",
+                "1",
+                "-cell",
+                "50",
+                "50",
+                "50",
+                "90",
+                "90",
+                "90",
+                "-detpixels",
+                "8",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}

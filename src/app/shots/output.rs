@@ -165,12 +165,12 @@ fn write_image(
     let fields = smv_fields(exp);
     let mut extra = serde_json::Map::new();
     // the noise image, drawn once for both noise files (kept whole only when a CBF wants it)
-    let mut noisy = NoisePixels::new(
+    let mut noisy = NoisePixels::for_output(
         exp,
         image,
         // the caller always sets a seed in shot runs; C's clock seed otherwise
         out.seed.unwrap_or_else(crate::experiment::crystal::time_seed),
-        out.adc,
+        out,
     );
     // a NeXus stack holds the noise image's counts when noise is on (no -nonoise)
     let nexus_noise = out.nexusfile.is_some() && out.noisefile.is_some();

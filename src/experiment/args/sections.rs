@@ -6,7 +6,7 @@ use super::{Item, State, Values, RTD};
 use crate::base::error::{Error, Result};
 use crate::base::vec3::Vec3;
 use crate::config::engine::{EngineKind, Precision};
-use crate::config::{Convention, Misset, Pivot, Roi};
+use crate::config::{Convention, DetectorNoiseConfig, Misset, Pivot, PsfKind, Roi};
 use std::path::PathBuf;
 
 /// The photon energy × wavelength constant C uses for `-energy` (eV·Å).
@@ -344,6 +344,35 @@ fn apply_sampling(st: &mut State, it: &Item<'_>, v: &Values<'_, '_>) -> Result<b
     Ok(true)
 }
 
+/// One of noisify's flags on the noise images' detector model (its units: µm for the PSF's
+/// FWHM, pixels for its radius).
+fn apply_detector_noise(d: &mut DetectorNoiseConfig, opt: Opt, v: &Values<'_, '_>) -> Result<()> {
+    let x = || -> Result<f64> {
+        let x = v.num(0)?;
+        if x < 0.0 {
+            return Err(v.err(format!("must not be negative (got {x})")));
+        }
+        Ok(x)
+    };
+    match opt {
+        Opt::Psf => {
+            d.psf = Some(match v.values[0] {
+                "gauss" | "gaussian" => PsfKind::Gauss,
+                "fiber" => PsfKind::Fiber,
+                other => return Err(v.err(format!("'{other}' is not gauss or fiber"))),
+            })
+        }
+        Opt::PsfFwhm => d.psf_fwhm = x()? * 1e-6,
+        Opt::PsfRadius => d.psf_radius = u32::try_from(v.int(0)?).map_err(|_| v.err("must be a pixel count from 0"))?,
+        Opt::Flicker => d.flicker = x()?,
+        Opt::Calibration => d.calibration = x()?,
+        Opt::CalibSeed => d.calib_seed = Some(v.int32(0)?),
+        Opt::Readout => d.readout = x()?,
+        _ => d.gain = x()?,
+    }
+    Ok(())
+}
+
 /// Applies `it` if it is a flag of the section "output, noise, misc"; whether it was.
 fn apply_output(st: &mut State, it: &Item<'_>, v: &Values<'_, '_>) -> Result<bool> {
     let xtal = &mut st.cfg.crystal;
@@ -363,6 +392,14 @@ fn apply_output(st: &mut State, it: &Item<'_>, v: &Values<'_, '_>) -> Result<boo
         Opt::Nopgm => st.write_pgm = false,
         Opt::Scale => out.scale = Some(v.num(0)?),
         Opt::Adc => out.adc = v.num(0)?,
+        Opt::Flicker
+        | Opt::Calibration
+        | Opt::CalibSeed
+        | Opt::Readout
+        | Opt::Gain
+        | Opt::Psf
+        | Opt::PsfFwhm
+        | Opt::PsfRadius => apply_detector_noise(out.detector.get_or_insert_with(Default::default), it.opt, v)?,
         Opt::Pgmscale => {
             out.pgmscale = Some(v.num(0)?);
             st.write_pgm = true;

@@ -120,6 +120,16 @@ Output
   -trace_pixel s f  (-dump_pixel)   trace the calculation of this pixel (slow, fast)
   -progress | -noprogress   progress meter on (default) or off
 
+Detector model on the noise image (the C suite's noisify; each term off unless given)
+  -flicker F                relative rms flicker of the source, per pixel
+  -calibration F            relative rms static calibration error of each pixel
+  -calib_seed n             seed of the calibration error (noisify's default)
+  -readout ADU  (-readout_noise, -readnoise)   Gaussian read-out noise
+  -gain ADU                 ADU per photon (1)
+  -psf gauss|fiber          point-spread function applied after the Poisson draw
+  -psf_fwhm UM  (-psf_size, -psf_width)   its full width at half maximum (46)
+  -psf_radius N  (-psf_rad) its rendering radius in pixels (0: automatic)
+
 Port options
   -pngfile FILE             log-scaled 8-bit PNG preview of the float image
   -npyfile FILE             the float image as a NumPy .npy array [slow, fast]

@@ -7,7 +7,9 @@
 //! the same images bit for bit.
 
 pub mod chain;
+pub mod noise_image;
 pub mod psf;
 
 pub use chain::{adu_pixels, noiseless_photons, noisy_photons, Counts, DetectorModel, PixelBits, PHOTON_SCALE_FLUENCE};
+pub use noise_image::detector_counts;
 pub use psf::{apply_psf, Psf, PsfReport, PsfShape};
