@@ -126,11 +126,11 @@ pub fn render_background(scene: &BackgroundScene) -> BackgroundImage {
         .par_chunks_mut(w.max(1))
         .enumerate()
         .map(|(slow, row)| {
-            let mut omega_sum = 0.0;
+            let (mut omega_sum, mut hint) = (0.0, 1);
             let mut last = vec![(0.0, 0.0); row.len()];
             for (fast, out) in row.iter_mut().enumerate() {
                 if scene.in_roi(fast, slow) {
-                    let (value, omega, at) = pixel(scene, fast, slow);
+                    let (value, omega, at) = pixel(scene, fast, slow, &mut hint);
                     (*out, last[fast]) = (value, at);
                     omega_sum += omega;
                 }
@@ -146,7 +146,8 @@ pub fn render_background(scene: &BackgroundScene) -> BackgroundImage {
 }
 
 /// One pixel: its value (photons, or F with `-Fmap`), its Σω and its last sample's (Fdet, Sdet).
-fn pixel(scene: &BackgroundScene, fast: usize, slow: usize) -> (f32, f64, (f64, f64)) {
+/// `hint` is the table interval of the sample before, where the search starts.
+fn pixel(scene: &BackgroundScene, fast: usize, slow: usize, hint: &mut usize) -> (f32, f64, (f64, f64)) {
     let os = scene.oversample;
     let sub = scene.pixel / os as f64;
     let (mut intensity, mut omega_sum, mut last_f, mut at) = (0.0f64, 0.0f64, 0.0f64, (0.0, 0.0));
@@ -161,7 +162,7 @@ fn pixel(scene: &BackgroundScene, fast: usize, slow: usize) -> (f32, f64, (f64, 
             for src in &scene.sources {
                 let q: Vec3 = std::array::from_fn(|i| (diffracted[i] - src.incident[i]) / src.lambda);
                 let s = 0.5 * dot(q, q).sqrt();
-                let f = scene.curve.f_at(s);
+                let f = scene.curve.f_near(s, hint);
                 let sign = if f < 0.0 { -1.0 } else { 1.0 };
                 let polar = match scene.polarization {
                     Some((kahn, axis)) => polarization_factor(kahn, src.incident, diffracted, axis),
