@@ -95,7 +95,7 @@ impl StolCurve {
                 .sum();
             slope += d * ya[i] / denom;
         }
-        (self.f_at(s), slope)
+        (polint(xa, ya, s), slope)
     }
 }
 

@@ -64,7 +64,8 @@ impl BackgroundScene {
         self.sources.len() * self.oversample * self.oversample
     }
 
-    fn in_roi(&self, fast: usize, slow: usize) -> bool {
+    /// Whether pixel (fast, slow) is rendered.
+    pub fn in_roi(&self, fast: usize, slow: usize) -> bool {
         let (f, s) = (fast as i64, slow as i64);
         !(f < self.roi.0 || f > self.roi.1 || s < self.roi.2 || s > self.roi.3)
     }

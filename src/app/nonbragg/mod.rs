@@ -182,10 +182,7 @@ fn print_progress(a: &NonBraggArgs, s: &Setup, con: &mut Out) -> Result<()> {
     if !a.progress || total / 100 == 0 {
         return Ok(());
     }
-    let rendered = (0..s.scene.height)
-        .flat_map(|y| (0..s.scene.width).map(move |x| (x as i64, y as i64)))
-        .filter(|&(x, y)| !(x < r.0 || x > r.1 || y < r.2 || y > r.3))
-        .count() as u64;
+    let rendered = (0..s.scene.width * s.scene.height).filter(|&j| s.in_roi(j)).count() as u64;
     for p in 0..rendered {
         let edge = 10 * p < total || 10 * p > 9 * total;
         if p % (total / 20).max(1) == 0 || (edge && p % (total / 100) == 0) {
@@ -206,12 +203,7 @@ struct Stats {
 
 fn stats(s: &Setup, image: &BackgroundImage) -> Stats {
     let sc = &s.scene;
-    let roi: Vec<usize> = (0..sc.width * sc.height)
-        .filter(|&j| {
-            let (x, y) = ((j % sc.width) as i64, (j / sc.width) as i64);
-            !(x < sc.roi.0 || x > sc.roi.1 || y < sc.roi.2 || y > sc.roi.3)
-        })
-        .collect();
+    let roi: Vec<usize> = (0..sc.width * sc.height).filter(|&j| s.in_roi(j)).collect();
     let (mut max, mut max_at, mut sum, mut sumsqr) = (0.0f64, (0.0, 0.0), 0.0f64, 0.0f64);
     for &j in &roi {
         let v = image.pixels[j] as f64;

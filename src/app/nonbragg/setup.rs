@@ -38,9 +38,7 @@ pub(super) struct Setup {
 impl Setup {
     /// Whether pixel `j` (fast-major) is in the rendered region.
     pub fn in_roi(&self, j: usize) -> bool {
-        let s = &self.scene;
-        let (x, y) = ((j % s.width) as i64, (j / s.width) as i64);
-        !(x < s.roi.0 || x > s.roi.1 || y < s.roi.2 || y > s.roi.3)
+        self.scene.in_roi(j % self.scene.width, j / self.scene.width)
     }
 
     /// The SMV header C's `nonBragg` writes (lengths in mm, wavelength in Å, angles in degrees).
