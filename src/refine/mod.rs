@@ -4,6 +4,8 @@
 //! * [`selection`] — which parameter components are refined, in which units;
 //! * [`objective`] — the loss as a function of the selected components, with its gradient
 //!   from [`crate::gradients::image_vjp`];
+//! * [`response`] — the detector's PSF and a scaled background between the simulated photons
+//!   and the counts, with the PSF's FWHM and the background's scale refinable;
 //! * [`panels`] — the same for a detector of many panels, with the rigid motions of panel
 //!   groups among the variables;
 //! * [`optimizer`], [`adam`], [`lbfgs`] — burn's Adam and a hand-written L-BFGS behind one
@@ -19,6 +21,7 @@ pub mod loss;
 pub mod objective;
 pub mod optimizer;
 pub mod panels;
+pub mod response;
 pub mod selection;
 pub mod uncertainty;
 
@@ -29,4 +32,5 @@ pub use loss::{Loss, LossValue};
 pub use objective::{ImageObjective, Objective};
 pub use optimizer::{Iteration, Optimizer, Outcome};
 pub use panels::{MotionComponent, PanelObjective};
+pub use response::{DetectorResponse, PsfResponse, ResponseComponent};
 pub use selection::{Component, Selection};

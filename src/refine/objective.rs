@@ -2,6 +2,7 @@
 //! one, as a function of the selected parameter components `x` (see [`super::selection`]).
 
 use super::loss::Loss;
+use super::response::DetectorResponse;
 use super::selection::Selection;
 use crate::base::error::{Error, Result};
 use crate::config::SimConfig;
@@ -30,6 +31,10 @@ pub trait Objective {
 
 /// Loss of the image simulated at `x` against `observed` (photons per pixel, fast-major over
 /// the whole detector), plus the selection's priors.
+///
+/// `x` holds the selection's components, then the response's refined ones
+/// ([`DetectorResponse::refined`]); the model compared with `observed` is the simulated image
+/// passed through [`ImageObjective::response`] (by default none: the image itself).
 pub struct ImageObjective<'a, B: AutodiffBackend> {
     pub cfg: &'a SimConfig,
     pub exp: &'a Experiment,
@@ -40,6 +45,8 @@ pub struct ImageObjective<'a, B: AutodiffBackend> {
     /// `true` = use the pixel; `None` = all.
     pub mask: Option<&'a [bool]>,
     pub loss: Loss,
+    /// The detector's PSF and background between the simulated photons and the counts.
+    pub response: DetectorResponse,
     pub options: RenderOptions,
     pub device: B::Device,
     /// Forward passes and forward+backward passes so far.
@@ -67,6 +74,7 @@ impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
             observed,
             mask: None,
             loss,
+            response: DetectorResponse::default(),
             // the backend's kernels or native loop for the gradients, where it has them
             options: RenderOptions {
                 pixel_kernel: true,
@@ -78,16 +86,34 @@ impl<'a, B: AutodiffBackend> ImageObjective<'a, B> {
         }
     }
 
-    /// The parameters at `x` (no gradient tracking).
-    pub fn params(&self, x: &[f64]) -> Result<Params<B>> {
-        self.selection.write(&self.base, x)
+    /// `x` split into the selection's components and the response's (an `x` of the
+    /// selection's length alone: the response at its starting values).
+    pub fn split<'x>(&self, x: &'x [f64]) -> (&'x [f64], Vec<f64>) {
+        let n = self.selection.len();
+        match x.len() > n {
+            true => (&x[..n], x[n..].to_vec()),
+            false => (x, self.response.read()),
+        }
     }
 
-    /// The image simulated at `x`.
+    /// The parameters at `x` (no gradient tracking).
+    pub fn params(&self, x: &[f64]) -> Result<Params<B>> {
+        self.selection.write(&self.base, self.split(x).0)
+    }
+
+    /// The image simulated at `x` (photons, before the detector's response).
     pub fn image(&mut self, x: &[f64]) -> Result<Image> {
         let params = self.params(x)?;
         self.forward_passes += 1;
         render_params(self.cfg, self.exp, &params, &self.options, &self.device)
+    }
+
+    /// The expected counts at `x`: the image passed through the detector's response.
+    pub fn model(&mut self, x: &[f64]) -> Result<Vec<f64>> {
+        let image = self.image(x)?;
+        let dims = [image.spixels, image.fpixels];
+        self.response
+            .model::<B>(&image.data, dims, &self.split(x).1, &self.device)
     }
 }
 
@@ -141,24 +167,87 @@ where
     }
 }
 
+impl<B: AutodiffBackend> ImageObjective<'_, B>
+where
+    B::InnerBackend: PixelKernel,
+{
+    fn check_dim(&self, x: &[f64]) -> Result<()> {
+        match x.len() == self.dim() {
+            true => Ok(()),
+            false => Err(Error::Config(format!(
+                "refine: {} values for {} components",
+                x.len(),
+                self.dim()
+            ))),
+        }
+    }
+
+    /// The loss through the detector's response and `∂L/∂x`: a forward render, the response's
+    /// gradient (`∂L/∂I` per pixel and the response's components), then one vector–Jacobian
+    /// pass with the weights `∂L/∂I` for the simulator's components (none if none refined).
+    fn response_value_grad(&mut self, xs: &[f64], xr: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let image = self.image(xs)?;
+        let dims = [image.spixels, image.fpixels];
+        let (value, weights, gr) = self.response.loss_vjp::<B>(
+            &image.data,
+            dims,
+            xr,
+            &self.loss,
+            self.observed,
+            self.mask,
+            &self.device,
+        )?;
+        let mut g = Vec::with_capacity(self.dim());
+        if !self.selection.is_empty() {
+            let values = replacements(self.params(xs)?.values()?);
+            let at = At {
+                cfg: self.cfg,
+                exp: self.exp,
+                values: &values,
+                opts: &self.options,
+            };
+            let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| weights[p as usize]).collect());
+            let vjp = B::InnerBackend::vjp(&at, &weigh, &self.device)?;
+            self.gradient_passes += 1;
+            g = self.selection.gradient(&vjp.gradients, xs)?;
+        }
+        g.extend(gr);
+        Ok((value, g))
+    }
+}
+
 impl<B: AutodiffBackend> Objective for ImageObjective<'_, B>
 where
     B::InnerBackend: PixelKernel,
 {
     fn dim(&self) -> usize {
-        self.selection.len()
+        self.selection.len() + self.response.refined.len()
     }
 
     fn value(&mut self, x: &[f64]) -> Result<f64> {
-        let image = self.image(x)?;
-        let l = self.loss.evaluate(&image.data, self.observed, self.mask)?;
-        Ok(l.value + self.selection.prior(x).0)
+        self.check_dim(x)?;
+        let prior = self.selection.prior(self.split(x).0).0;
+        if self.response.is_identity() {
+            let image = self.image(x)?;
+            let l = self.loss.evaluate(&image.data, self.observed, self.mask)?;
+            return Ok(l.value + prior);
+        }
+        let model = self.model(x)?;
+        Ok(super::response::terms(&self.loss, &model, self.observed, self.mask)?.0 + prior)
     }
 
     fn value_grad(&mut self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
-        let (value, grads) = self.loss_vjp(x)?;
-        let (pv, pg) = self.selection.prior(x);
-        let g = self.selection.gradient(&grads, x)?;
-        Ok((value + pv, g.iter().zip(pg).map(|(a, b)| a + b).collect()))
+        self.check_dim(x)?;
+        let (xs, xr) = self.split(x);
+        let (value, mut g) = match self.response.is_identity() {
+            true => {
+                let (value, grads) = self.loss_vjp(xs)?;
+                (value, self.selection.gradient(&grads, xs)?)
+            }
+            false => self.response_value_grad(xs, &xr)?,
+        };
+        let (pv, pg) = self.selection.prior(xs);
+        g.iter_mut().zip(pg).for_each(|(a, b)| *a += b);
+        Ok((value + pv, g))
     }
 }

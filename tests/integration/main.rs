@@ -40,6 +40,7 @@ mod parity;
 mod parity_f32;
 mod parity_wgpu;
 mod refine;
+mod refine_response;
 mod robustness;
 mod shots;
 mod stages;

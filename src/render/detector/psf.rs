@@ -103,6 +103,12 @@ impl Psf {
         }
     }
 
+    /// C's automatic radius for an image whose brightest pixel holds `photons` (pixels, before
+    /// the cap at the image's size): the radius `noisify` prints.
+    pub fn image_radius(&self, photons: f64) -> f64 {
+        self.auto_radius(photons, true)
+    }
+
     /// Photons of a pixel holding `photons` that fall beyond `radius`.
     fn lost_beyond(&self, photons: f64, radius: u32) -> f64 {
         match self.shape {
