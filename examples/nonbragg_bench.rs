@@ -12,7 +12,8 @@
 //! -distance 100 -pixel 0.1 -detpixels SIZE`, one source); `--oversample` sets both programs'
 //! sub-pixels. `--threads` sets `-nthreads` for ours (C's `nonBragg` has one thread). Only the
 //! float image is written (`-nonoise`, and `-nopgm` where it is honoured). Prints a markdown
-//! table.
+//! table. The last of ours renders the light scene with the background in the same run
+//! (`nanobragg -stol`): its time less the light render's is the background's cost there.
 
 use std::process::Command;
 use std::time::Instant;
@@ -65,9 +66,16 @@ fn main() {
         "-default_F 100 -cell 100 100 100 90 90 90 -N 5 {detector} -nonoise -nopgm -nthreads {threads}"
     ));
     let bin = |name: &str| root.join("target/release").join(name).to_string_lossy().into_owned();
+    let mut light_with_water = light.clone();
+    light_with_water.extend(words(&format!("-stol {}", table.display())));
     let mut runs = vec![
         ("nonbragg (ours)", bin("nonbragg"), ours_bg),
         ("nanobragg light render", bin("nanobragg"), light),
+        (
+            "nanobragg light render -stol (one run)",
+            bin("nanobragg"),
+            light_with_water,
+        ),
     ];
     if let Ok(c) = std::env::var("NB_C_NONBRAGG") {
         background.extend(words("-floatfile floatimage.bin"));

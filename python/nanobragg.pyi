@@ -167,7 +167,8 @@ class Simulator:
     ) -> Dict[str, ImageArray]:
         """∂I/∂θ images per unit of the flag (mm, Å, °, cells, %, K, photons/m², electrons, µm)."""
     def vector(self, names: Sequence[str]) -> FloatArray:
-        """The components' values in the flags' units (`mosaic`, `fluence`, `water` as logs)."""
+        """The components' values in the flags' units (`mosaic`, `fluence`, `water` as logs;
+        `psf_fwhm` and `background_scale` as logs, for `loss_and_gradient`)."""
     def with_vector(self, names: Sequence[str], x: npt.ArrayLike) -> "Simulator": ...
     def loss_and_gradient(
         self,
@@ -178,9 +179,12 @@ class Simulator:
         x: Optional[npt.ArrayLike] = None,
         engine: Optional[str] = None,
         precision: Optional[str] = None,
+        background: Optional[npt.ArrayLike] = None,
     ) -> Tuple[float, FloatArray]:
         """`(f, g)` for `scipy.optimize.minimize(jac=True)`: 'poisson' or 'least_squares' loss
-        of the image at `x` (flags' units) against `observed` (photons per pixel)."""
+        of the image at `x` (flags' units) against `observed` (photons per pixel). The model is
+        the image plus `background` × its scale, spread by the flags' PSF; `parameters` may
+        include `psf_fwhm` (ln µm) and `background_scale` (ln)."""
     def write_smv(self, path: Path, image: npt.ArrayLike) -> float:
         """Write as the binary's `-intfile`; returns the scale."""
     def write_cbf(self, path: Path, image: npt.ArrayLike) -> float:

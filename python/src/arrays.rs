@@ -24,7 +24,11 @@ pub fn vector<'py>(py: Python<'py>, values: Vec<f64>) -> Bound<'py, numpy::PyArr
 }
 
 /// An array-like of `what` with exactly `expected` elements, flattened C order, as f32.
-pub fn pixels(what: &str, a: &PyArrayLikeDyn<'_, f32, AllowTypeChange>, expected: usize) -> PyResult<Vec<f32>> {
+pub fn pixels<T: numpy::Element + Copy>(
+    what: &str,
+    a: &PyArrayLikeDyn<'_, T, AllowTypeChange>,
+    expected: usize,
+) -> PyResult<Vec<T>> {
     let view = a.as_array();
     if view.len() != expected {
         return Err(value_error(format!(

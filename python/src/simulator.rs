@@ -394,6 +394,8 @@ impl Simulator {
     /// The vector `x` of the named components (names as `derivatives`): each in its flag's unit
     /// (mm, °, Å, ...), except `mosaic`, `fluence` and `water`, which are logarithms (of °, of
     /// the fluence relative to this simulator's, of µm). The order is the order of `names`.
+    /// `psf_fwhm` (ln of the flags' µm) and `background_scale` (0: ln 1) are the detector
+    /// response's, for `loss_and_gradient`.
     fn vector<'py>(&self, py: Python<'py>, names: Vec<String>) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
         let (cfg, exp) = self.single("vector")?;
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -434,7 +436,12 @@ impl Simulator {
     /// deviance, Σ I − k − k·ln(I/k)) or 'least_squares' (½ Σ (I − k)²); `mask` a boolean
     /// array, True where a pixel counts. The shape `scipy.optimize.minimize(fun, x0,
     /// jac=True)` takes: `fun = lambda x: sim.loss_and_gradient(obs, parameters=names, x=x)`.
-    #[pyo3(signature = (observed, loss="poisson", mask=None, parameters=None, x=None, engine=None, precision=None))]
+    ///
+    /// The model compared with `observed` is the image plus `background` (photons per pixel
+    /// at scale 1, the image's shape) times its scale, spread by the flags' PSF (`-psf`,
+    /// `-psf_fwhm`, `-psf_radius`); `parameters` may name `psf_fwhm` (x = ln µm) and
+    /// `background_scale` (x = ln of the scale, 0 at 1) beside the simulator's components.
+    #[pyo3(signature = (observed, loss="poisson", mask=None, parameters=None, x=None, engine=None, precision=None, background=None))]
     #[allow(clippy::too_many_arguments)]
     fn loss_and_gradient<'py>(
         &self,
@@ -446,6 +453,7 @@ impl Simulator {
         x: Option<Vec<f64>>,
         engine: Option<&str>,
         precision: Option<&str>,
+        background: Option<PyArrayLikeDyn<'py, f64, AllowTypeChange>>,
     ) -> PyResult<(f64, Bound<'py, numpy::PyArray1<f64>>)> {
         let (cfg, exp) = self.single("loss_and_gradient")?;
         let engine = self.engine(engine, precision)?;
@@ -459,20 +467,10 @@ impl Simulator {
             }
         };
         let observed = arrays::pixels("observed", &observed, self.pixels())?;
-        let mask: Option<Vec<bool>> = match mask {
-            None => None,
-            Some(m) => {
-                let v = m.as_array();
-                if v.len() != observed.len() {
-                    return Err(value_error(format!(
-                        "mask: {} values for {} pixels",
-                        v.len(),
-                        observed.len()
-                    )));
-                }
-                Some(v.iter().copied().collect())
-            }
-        };
+        let mask = mask.map(|m| arrays::pixels("mask", &m, observed.len())).transpose()?;
+        let background = background
+            .map(|b| arrays::pixels("background", &b, observed.len()))
+            .transpose()?;
         let names = parameters.unwrap_or_else(|| vec!["distance".into(), "Xbeam".into(), "Ybeam".into()]);
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         if x.as_ref().is_some_and(|x| x.len() != refs.len()) {
@@ -491,6 +489,7 @@ impl Simulator {
                 observed: &observed,
                 mask: mask.as_deref(),
                 loss,
+                background: background.as_deref(),
             })
         })?;
         Ok((f, arrays::vector(py, g)))

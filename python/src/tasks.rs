@@ -10,7 +10,7 @@ use nanobragg::gradients::derivative::DerivativeImage;
 use nanobragg::gradients::{fixed_weights, ParamGradient};
 use nanobragg::refine::gradcheck::ImageLoss;
 use nanobragg::refine::objective::render_params;
-use nanobragg::refine::{ImageObjective, Loss, Objective, Selection};
+use nanobragg::refine::{DetectorResponse, ImageObjective, LabelSplit, Loss, Objective, PsfResponse, Selection};
 use nanobragg::render::{Image, RenderOptions};
 use nanobragg::{gradcheck, Experiment, GradcheckOptions, GradcheckReport, Params, PixelKernel, Result, Simulator};
 
@@ -104,9 +104,25 @@ impl BackendTask for VectorAt<'_> {
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
         let At { cfg, exp, values, .. } = self.at;
         let params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
-        let selection = Selection::named(self.labels, &params)?;
+        let split = LabelSplit::new(self.labels);
+        let selection = Selection::named(&split.simulator, &params)?;
         match self.x {
-            None => Ok((selection.read(&params)?, Vec::new())),
+            None => {
+                // the response's components at the flags' PSF and a background at scale 1
+                let response = DetectorResponse {
+                    psf: PsfResponse::from_config(cfg, exp, &[]),
+                    background: Some(Vec::new()),
+                    ..DetectorResponse::default()
+                }
+                .refining(&split.response)?;
+                let mut x = selection.read(&params)?;
+                x.extend(response.read());
+                Ok((split.from_objective(&x), Vec::new()))
+            }
+            Some(_) if !split.response.is_empty() => Err(nanobragg::Error::Config(format!(
+                "{}: a detector response component, not a simulator parameter (give it to loss_and_gradient)",
+                split.response[0].label()
+            ))),
             Some(x) => Ok((x.to_vec(), selection.write(&params, x)?.values()?)),
         }
     }
@@ -122,6 +138,8 @@ pub struct LossAt<'a> {
     pub observed: &'a [f32],
     pub mask: Option<&'a [bool]>,
     pub loss: Loss,
+    /// The background at scale 1 (photons per pixel) added before the flags' PSF.
+    pub background: Option<&'a [f64]>,
 }
 
 impl BackendTask for LossAt<'_> {
@@ -129,16 +147,24 @@ impl BackendTask for LossAt<'_> {
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
         let At { cfg, exp, values, opts } = self.at;
         let base = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.no_grad();
-        let selection = Selection::named(self.labels, &base)?;
+        let split = LabelSplit::new(self.labels);
+        let selection = Selection::named(&split.simulator, &base)?;
+        let mut response = DetectorResponse::from_config(cfg, exp, self.observed)?;
+        if let Some(b) = self.background {
+            response.background = Some(b.to_vec());
+        }
+        let response = response.refining(&split.response)?;
         let x = match self.x {
-            Some(x) => x.to_vec(),
-            None => selection.read(&base)?,
+            Some(x) => split.to_objective(x),
+            None => [selection.read(&base)?, response.read()].concat(),
         };
         let mut objective = ImageObjective::new(cfg, exp, selection, self.observed, self.loss, device);
         objective.base = base;
         objective.mask = self.mask;
         objective.options = opts;
-        objective.value_grad(&x)
+        objective.response = response;
+        let (f, g) = objective.value_grad(&x)?;
+        Ok((f, split.from_objective(&g)))
     }
 }
 

@@ -22,6 +22,7 @@ use crate::io::{
     raw::{write_float_image, write_float_parts},
     smv::{write_smv, SmvFields},
 };
+use crate::render::amorphous::{add_amorphous_background, BackgroundScene};
 use crate::render::nexus::{write_nexus_image, write_nexus_panels};
 use crate::render::output::{
     cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
@@ -77,13 +78,23 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
         writeln!(con, "WARNING: {w}")?;
     }
     print_setup(&exp, con)?;
+    // the -stol table is read before anything is rendered
+    let amorphous = BackgroundScene::of_experiment(&exp, &cfg.crystal.amorphous)?;
     // an engine that cannot start fails here, before anything is rendered
     let device = engine.probe()?;
     if engine != Engine::default() {
         writeln!(con, "engine: {} on {device}", engine.name())?;
     }
     let render = render_options(&cfg, &run_opts, threads);
-    let image = engine.render(&exp, &render)?;
+    let mut image = engine.render(&exp, &render)?;
+    if let Some(scene) = &amorphous {
+        writeln!(
+            con,
+            "adding the amorphous background of {} molecules",
+            fmt_g(scene.molecules)
+        )?;
+        add_amorphous_background(&exp, scene, &mut image);
+    }
     check_finite(&exp, &image, run_opts.allow_nonfinite, con)?;
     // the derivatives too are checked before anything is written
     let derivatives = derivatives(&cfg, &exp, &render, &run_opts, con)?;
@@ -118,6 +129,9 @@ fn run_panels(
     let refuse = |flag: &str| Err(Error::flag(flag, "not yet written for a detector of several panels"));
     if out.trace_pixel.is_some() {
         return refuse("-trace_pixel");
+    }
+    if cfg.crystal.amorphous.table.is_some() {
+        return refuse("-stol");
     }
     let sizes = |p: &crate::io::panels::Panel| (p.fpixels, p.spixels);
     if out.nexusfile.is_some() && layout.panels.iter().any(|p| sizes(p) != sizes(&layout.panels[0])) {

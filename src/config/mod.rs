@@ -303,6 +303,9 @@ pub struct CrystalConfig {
     pub hkl: HklSource,
     /// Structure factor for reflections not in the HKL table. Default 0.
     pub default_f: f64,
+    /// An amorphous sample's diffuse scattering added to the image (`-stol`).
+    #[serde(default)]
+    pub amorphous: AmorphousConfig,
     /// Tricubic interpolation: `Some(true)` = `-interpolate`, `Some(false)` = `-nointerpolate`,
     /// `None` = automatic.
     pub interpolate: Option<bool>,
@@ -333,6 +336,37 @@ impl Default for CrystalConfig {
             hkl: HklSource::FdumpIfPresent,
             default_f: 0.0,
             interpolate: None,
+            amorphous: AmorphousConfig::default(),
+        }
+    }
+}
+
+/// An amorphous sample (water, ice, air, …) scattering beside the crystal, from its
+/// F(sinθ/λ) table, as the C suite's `nonBragg` renders it: `-stol FILE` (or `-4stol`, `-Q`),
+/// `-thick`, `-density`, `-MW`, `-molecules`. The sample is `thickness` along the beam and
+/// nonBragg's 0.1 mm across, clipped by the beam.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AmorphousConfig {
+    /// The table and its abscissa; `None`: no amorphous background.
+    pub table: Option<(std::path::PathBuf, crate::io::stol::StolUnits)>,
+    /// Thickness along the beam (m; `-thick` in mm, default 0.1 mm).
+    pub thickness: f64,
+    /// Density (g/m³; `-density` in g/cm³, default 1).
+    pub density: f64,
+    /// Molecular weight (g/mol; `-MW`, default 18).
+    pub molecular_weight: f64,
+    /// Molecules in the beam (`-molecules`); 0: from the density.
+    pub molecules: f64,
+}
+
+impl Default for AmorphousConfig {
+    fn default() -> Self {
+        Self {
+            table: None,
+            thickness: 1e-4,
+            density: 1e6,
+            molecular_weight: 18.0,
+            molecules: 0.0,
         }
     }
 }

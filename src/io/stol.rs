@@ -16,7 +16,7 @@ use std::path::Path;
 const DELIMITERS: &[char] = &[' ', '\t', ',', ';', ':', '!', '\r'];
 
 /// What a table's abscissa is, with the factor C applies to reach sinθ/λ in m⁻¹.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StolUnits {
     /// `-stol`: sinθ/λ (Å⁻¹).
     Stol,

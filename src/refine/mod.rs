@@ -32,5 +32,5 @@ pub use loss::{Loss, LossValue};
 pub use objective::{ImageObjective, Objective};
 pub use optimizer::{Iteration, Optimizer, Outcome};
 pub use panels::{MotionComponent, PanelObjective};
-pub use response::{DetectorResponse, PsfResponse, ResponseComponent};
+pub use response::{DetectorResponse, LabelSplit, PsfResponse, ResponseComponent};
 pub use selection::{Component, Selection};

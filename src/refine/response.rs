@@ -132,6 +132,25 @@ impl Default for DetectorResponse {
     }
 }
 
+impl DetectorResponse {
+    /// The flags' response: their PSF ([`PsfResponse::from_config`]) and their `-stol`
+    /// sample's amorphous scattering as the background at scale 1 (as `nanobragg` adds it).
+    pub fn from_config(cfg: &SimConfig, exp: &Experiment, observed: &[f32]) -> Result<Self> {
+        use crate::render::amorphous::{render_background, BackgroundScene};
+        let background = BackgroundScene::of_experiment(exp, &cfg.crystal.amorphous)?.map(|scene| {
+            let active = exp.active_pixels();
+            let pixels = render_background(&scene).pixels;
+            let keep = |(i, &b): (usize, &f32)| if active.contains(i) { b as f64 } else { 0.0 };
+            pixels.iter().enumerate().map(keep).collect()
+        });
+        Ok(Self {
+            psf: PsfResponse::from_config(cfg, exp, observed),
+            background,
+            ..Self::default()
+        })
+    }
+}
+
 /// A detector image's size, `[slow, fast]`.
 pub type Dims = [usize; 2];
 
@@ -309,4 +328,58 @@ pub fn terms(loss: &Loss, model: &[f64], observed: &[f32], mask: Option<&[bool]>
         })
         .collect();
     Ok((value, weights))
+}
+
+/// Component names split into the simulator's ([`crate::refine::Selection::named`]) and the
+/// response's, with the map between the names' order and the objective's (the simulator's
+/// components first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelSplit<'l> {
+    pub simulator: Vec<&'l str>,
+    pub response: Vec<ResponseComponent>,
+    /// For each name, its index in the objective's `x`.
+    position: Vec<usize>,
+}
+
+impl<'l> LabelSplit<'l> {
+    pub fn new(labels: &[&'l str]) -> Self {
+        let simulator: Vec<&str> = labels
+            .iter()
+            .copied()
+            .filter(|l| ResponseComponent::named(l).is_none())
+            .collect();
+        let response: Vec<_> = labels.iter().filter_map(|l| ResponseComponent::named(l)).collect();
+        let (mut s, mut r) = (0, simulator.len());
+        let position = labels
+            .iter()
+            .map(|l| {
+                let slot = if ResponseComponent::named(l).is_some() {
+                    &mut r
+                } else {
+                    &mut s
+                };
+                *slot += 1;
+                *slot - 1
+            })
+            .collect();
+        Self {
+            simulator,
+            response,
+            position,
+        }
+    }
+
+    /// `x` in the objective's order from `x` in the names' order.
+    pub fn to_objective(&self, x: &[f64]) -> Vec<f64> {
+        let mut out = vec![0.0; x.len()];
+        for (&p, &v) in self.position.iter().zip(x) {
+            out[p] = v;
+        }
+        out
+    }
+
+    /// A vector in the names' order from one in the objective's order.
+    pub fn from_objective(&self, x: &[f64]) -> Vec<f64> {
+        self.position.iter().map(|&p| x[p]).collect()
+    }
 }

@@ -6,13 +6,19 @@
 //! detector geometry (through the sample positions and the close distance), the material's
 //! amount and the curve's scale.
 
+use crate::base::error::Result;
 use crate::base::vec3::{cross, dot, rotate_axis, scale, unitize, Vec3};
+use crate::config::AmorphousConfig;
+use crate::experiment::{Experiment, AVOGADRO, R_E_SQR};
 use crate::physics::amorphous::{amorphous_intensity, structure_factor, StolCurve};
 use crate::physics::detector::{diffracted_directions, solid_angle};
 use crate::physics::polarization::kahn_factor_tensor;
 use crate::physics::scattering::{cos_two_theta, stol};
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 use rayon::prelude::*;
+
+/// nonBragg's sample width and height before the beam clips them (m).
+pub const NONBRAGG_SAMPLE_SIZE: f64 = 1e-4;
 
 /// One source of the background: unit incident direction, wavelength (m) and weight.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,6 +95,73 @@ impl BackgroundScene {
             false => self.pixel * self.pixel / r / r * self.close_distance / r,
         }
     }
+}
+
+impl BackgroundScene {
+    /// The amorphous sample of `amorphous` in `exp`'s beam and on its detector: nanobragg's
+    /// geometry, ROI, sources (weighted equally, as nanobragg weighs them), fluence and
+    /// polarization, the table's curve, and nonBragg's sample (`thickness` along the beam,
+    /// 0.1 mm across clipped by the beam). `None` without a table.
+    pub fn of_experiment(exp: &Experiment, amorphous: &AmorphousConfig) -> Result<Option<Self>> {
+        let Some((path, units)) = &amorphous.table else {
+            return Ok(None);
+        };
+        let curve = StolCurve::new(&crate::io::stol::read_stol(path)?, *units);
+        let d = &exp.detector;
+        let across = NONBRAGG_SAMPLE_SIZE.min(exp.beamsize);
+        let volume = amorphous.thickness * across * across;
+        let molecules = match amorphous.molecules {
+            0.0 => volume * amorphous.density * AVOGADRO / amorphous.molecular_weight,
+            n => n,
+        };
+        let sources = exp
+            .sources
+            .iter()
+            .map(|s| BackgroundSource {
+                incident: s.incident,
+                lambda: s.lambda,
+                weight: 1.0,
+            })
+            .collect();
+        Ok(Some(Self {
+            width: d.fpixels,
+            height: d.spixels,
+            roi: (exp.roi.xmin, exp.roi.xmax, exp.roi.ymin, exp.roi.ymax),
+            pixel: d.pixel_size,
+            oversample: exp.oversample.max(1),
+            fdet: d.fdet,
+            sdet: d.sdet,
+            odet: d.odet,
+            pix0: d.pix0,
+            beam: d.beam,
+            distance: d.distance,
+            close_distance: d.close_distance,
+            curved: d.curved,
+            point_pixel: d.point_pixel,
+            fmap: false,
+            sources,
+            polarization: (!exp.nopolar).then_some((exp.polarization, unitize(d.polar).0)),
+            curve,
+            r_e_sqr: R_E_SQR,
+            fluence: exp.fluence,
+            molecules,
+        }))
+    }
+}
+
+/// `image` of `exp` with the amorphous background of `scene` added (photons per pixel, in f32
+/// as C's float images would be added; masked pixels and those outside the ROI stay as they
+/// are).
+pub fn add_amorphous_background(exp: &Experiment, scene: &BackgroundScene, image: &mut crate::render::Image) {
+    let background = render_background(scene);
+    let active = exp.active_pixels();
+    for (i, (v, b)) in image.data.iter_mut().zip(&background.pixels).enumerate() {
+        if active.contains(i) {
+            *v += b;
+        }
+    }
+    // the statistics C prints are of the image written
+    image.statistics = None;
 }
 
 /// C's `polarization_factor`: ½(1 + cos²2θ − K·cos 2ψ·sin²2θ) for unit `incident` and

@@ -628,3 +628,11 @@ pub mod adjoint_cases {
         (0..n).map(|i| 1.0 + ((i * 7919) % 13) as f32 / 13.0).collect()
     }
 }
+
+/// `(f(x + h·e_i) − f(x − h·e_i)) / 2h`: the central difference of `f` along component `i`.
+pub fn central_difference(mut f: impl FnMut(&[f64]) -> f64, x: &[f64], i: usize, h: f64) -> f64 {
+    let (mut xp, mut xm) = (x.to_vec(), x.to_vec());
+    xp[i] += h;
+    xm[i] -= h;
+    (f(&xp) - f(&xm)) / (2.0 * h)
+}

@@ -310,3 +310,109 @@ fn thread_count_does_not_change_the_image() {
     };
     assert_eq!(image("1"), image("3"));
 }
+
+/// `nanobragg -stol` adds, pixel for pixel, the image `nonbragg` renders for the same sample,
+/// beam and detector (in f32, as the two float images would be added): the detector flags
+/// differ only where the programs' conventions do (nanobragg's MOSFLM beam centre is half a
+/// pixel further along both axes than the same `-Xbeam/-Ybeam` in nonBragg's, and C's
+/// nanoBragg turns `-twotheta` about −z by default).
+#[test]
+fn nanobragg_stol_adds_nonbragg_s_image() {
+    let crystal = "-default_F 1 -cell 30 30 30 90 90 90 -N 1";
+    let sample = "-thick 0.05 -density 0.92";
+    let cases = [
+        (
+            "-lambda 1.0 -distance 100 -pixel 0.4 -detpixels 64",
+            "-Xbeam 13.2 -Ybeam 13.2",
+            "water.stol",
+        ),
+        (
+            "-lambda 1.5 -distance 80 -pixel 0.5 -detpixels 48 -oversample 2 -roi 5 40 10 30 -hdivrange 0.2 \
+             -hdivsteps 3 -dispersion 1 -dispsteps 3 -polar 0.9",
+            "-Xbeam 12.5 -Ybeam 12.5",
+            "water.stol",
+        ),
+        (
+            "-lambda 1.5 -distance 40 -pixel 0.5 -detpixels 48 -oversample 2 -polar 0.9 -detector_rotx 3 \
+             -detector_roty 2 -detector_rotz 5",
+            "-Xbeam 12.5 -Ybeam 12.5",
+            "ice.stol",
+        ),
+        (
+            "-lambda 1.5 -distance 40 -pixel 0.5 -detpixels 48 -twotheta 20 -pivot sample",
+            "-Xbeam 12.5 -Ybeam 12.5 -twotheta_axis 0 0 -1",
+            "ice.stol",
+        ),
+        (
+            "-lambda 1.5 -distance 80 -pixel 0.5 -detpixels 48 -curved_det -point_pixel -Xbeam 10 -Ybeam 14",
+            "-Xbeam 14.25 -Ybeam 10.25",
+            "air.stol",
+        ),
+    ];
+    let nanobragg = env!("CARGO_BIN_EXE_nanobragg");
+    for (detector, nonbragg_only, table) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let table = root().join("fixtures/stol").join(table);
+        let run = |bin: &str, flags: String, out: &str| {
+            let mut args: Vec<String> = flags.split_whitespace().map(String::from).collect();
+            args.extend(["-floatfile", out, "-nopgm", "-intfile", "x.img"].map(String::from));
+            let o = Command::new(bin).args(&args).current_dir(dir.path()).output().unwrap();
+            assert!(
+                o.status.success(),
+                "{bin} {flags}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            floats(&std::fs::read(dir.path().join(out)).unwrap())
+        };
+        let stol = format!("-stol {} {sample}", table.display());
+        let spots = run(nanobragg, format!("{crystal} {detector}"), "spots.bin");
+        let both = run(nanobragg, format!("{crystal} {detector} {stol}"), "both.bin");
+        let background = run(BIN, format!("{detector} {nonbragg_only} {stol} -noprogress"), "bg.bin");
+        assert!(background.iter().any(|&b| b != 0.0), "{detector}: no background");
+        for (p, ((s, b), t)) in spots.iter().zip(&background).zip(&both).enumerate() {
+            assert_eq!(
+                (s + b).to_bits(),
+                t.to_bits(),
+                "{detector}, pixel {p}: {s} + {b} vs {t}"
+            );
+        }
+    }
+}
+
+#[test]
+fn nanobragg_stol_refuses_bad_input() {
+    let nanobragg = env!("CARGO_BIN_EXE_nanobragg");
+    let water = root().join("fixtures/stol/water.stol");
+    let water = water.to_str().unwrap();
+    let base = [
+        "-default_F",
+        "1",
+        "-cell",
+        "30",
+        "30",
+        "30",
+        "90",
+        "90",
+        "90",
+        "-detpixels",
+        "16",
+    ];
+    for (extra, needle) in [
+        (vec!["-stol", "no_such.stol"], "no_such.stol"),
+        (vec!["-stol", water, "-thick", "-1"], "-thick"),
+        (vec!["-stol", water, "-molecules", "x"], "-molecules"),
+        (vec!["-stol", water, "-shots_random", "2"], "-stol"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Command::new(nanobragg)
+            .args(base)
+            .args(&extra)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(9), "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+        assert!(!dir.path().join("floatimage.bin").exists(), "{extra:?} wrote an image");
+    }
+}

@@ -576,11 +576,7 @@ fn panel_objective_gradient_matches_central_differences() {
             .collect();
         let (_, g) = f.value_grad(&x0).unwrap();
         for i in 0..x0.len() {
-            let h = 1e-3;
-            let (mut xp, mut xm) = (x0.clone(), x0.clone());
-            xp[i] += h;
-            xm[i] -= h;
-            let fd = (f.value(&xp).unwrap() - f.value(&xm).unwrap()) / (2.0 * h);
+            let fd = crate::common::central_difference(|x| f.value(x).unwrap(), &x0, i, 1e-3);
             assert!(
                 (g[i] - fd).abs() <= 2e-3 * fd.abs() + 1e-4 * g.iter().map(|v| v.abs()).fold(0.0, f64::max),
                 "{grouping} {:?}: gradient {} vs central difference {fd}",

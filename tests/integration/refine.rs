@@ -7,7 +7,6 @@ use crate::common;
 use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;
 use common::f64_device as dev;
-use nanobragg::experiment::args::{parse_args, Parsed};
 use nanobragg::refine::uncertainty::{poisson_fisher, standard_errors};
 use nanobragg::refine::{Adam, ImageObjective, Lbfgs, Loss, Objective, Optimizer, Selection};
 use nanobragg::render::noise::PoissonNoise;
@@ -47,12 +46,7 @@ fn start(v: &[f64]) -> Vec<f64> {
 }
 
 fn config() -> (SimConfig, Experiment) {
-    let args: Vec<&str> = TRUTH.split_whitespace().collect();
-    let Parsed::Run(cfg, _) = parse_args(&args).unwrap() else {
-        panic!()
-    };
-    let exp = Experiment::new(&cfg).unwrap();
-    (*cfg, exp)
+    common::setup_as_given(TRUTH)
 }
 
 fn observed(cfg: &SimConfig, exp: &Experiment, seed: i64) -> Vec<f32> {
@@ -100,12 +94,7 @@ fn objective_gradient_matches_central_differences() {
         // its rounding (6e-8 relative per pixel) perturbs the loss by ~1e-3, so the
         // difference quotient carries ~1 loss-unit/x-unit of noise; truncation ~h²·L''' is
         // smaller. Tolerance: 1e-3 relative plus 5 absolute (gradients here are ~1e3–1e6).
-        let h = 1e-3;
-        let mut xp = x0.clone();
-        let mut xm = x0.clone();
-        xp[i] += h;
-        xm[i] -= h;
-        let fd = (f.value(&xp).unwrap() - f.value(&xm).unwrap()) / (2.0 * h);
+        let fd = common::central_difference(|x| f.value(x).unwrap(), &x0, i, 1e-3);
         assert!(
             (g[i] - fd).abs() <= 1e-3 * fd.abs() + 5.0,
             "{}: autodiff {} vs central difference {fd}",

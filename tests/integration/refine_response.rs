@@ -27,12 +27,7 @@ const TRUTH: &str = "-default_F 100 -cell 30 35 40 90 90 90 -misset 10 20 30 -la
 const SIDE: usize = 128;
 
 fn config() -> (SimConfig, Experiment) {
-    let args: Vec<&str> = TRUTH.split_whitespace().collect();
-    let Parsed::Run(cfg, _) = parse_args(&args).unwrap() else {
-        panic!()
-    };
-    let exp = Experiment::new(&cfg).unwrap();
-    (*cfg, exp)
+    common::setup_as_given(TRUTH)
 }
 
 /// Water's amorphous scattering on the same detector (`nonbragg`), scaled to a mean of 2
@@ -180,11 +175,7 @@ fn response_gradient_matches_central_differences() {
     assert_eq!(f.dim(), labels.len());
     let (_, g) = f.value_grad(&x0).unwrap();
     for i in 0..x0.len() {
-        let h = 1e-3;
-        let (mut xp, mut xm) = (x0.clone(), x0.clone());
-        xp[i] += h;
-        xm[i] -= h;
-        let fd = (f.value(&xp).unwrap() - f.value(&xm).unwrap()) / (2.0 * h);
+        let fd = common::central_difference(|x| f.value(x).unwrap(), &x0, i, 1e-3);
         let tol = match i >= 4 {
             true => 1e-4 * fd.abs() + 1e-3,
             false => 1e-3 * fd.abs() + 5.0,
@@ -268,4 +259,34 @@ fn standard_errors(f: &mut ImageObjective<'_, Ad>, x: &[f64]) -> Vec<f64> {
         m[a][a] * m[b][b] - m[a][b] * m[b][a]
     };
     (0..3).map(|i| (cofactor(i) / det).sqrt()).collect()
+}
+
+/// With `-stol` among the flags, the response's background is the image `nonbragg` renders for
+/// the same sample and detector (the one `nanobragg` adds), and the flags' PSF comes with it.
+#[test]
+fn the_flags_background_is_nonbragg_s_image() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let table = format!("{root}/fixtures/stol/water.stol");
+    let flags = format!("{TRUTH} -stol {table} -thick 0.05");
+    let args: Vec<&str> = flags.split_whitespace().collect();
+    let Parsed::Run(cfg, _) = parse_args(&args).unwrap() else {
+        panic!()
+    };
+    let exp = Experiment::new(&cfg).unwrap();
+    let response = DetectorResponse::from_config(&cfg, &exp, &[]).unwrap();
+    assert_eq!(response.psf.unwrap().radius_px, 4);
+    // nanobragg's MOSFLM beam centre, (51.2 + 0.4)/2 + 0.2 mm, in nonBragg's convention
+    let water =
+        format!("-stol {table} -thick 0.05 -lambda 1.0 -distance 100 -pixel 0.4 -detpixels 128 -Xbeam 26 -Ybeam 26");
+    let water: Vec<String> = water.split_whitespace().map(String::from).collect();
+    let (_, _, want) = nanobragg::app::nonbragg::render_image(&water).unwrap();
+    let got = response.background.unwrap();
+    assert_eq!(got.len(), want.len());
+    for (p, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(*g, *w as f64, "pixel {p}");
+    }
+    assert!(DetectorResponse::from_config(&config().0, &config().1, &[])
+        .unwrap()
+        .background
+        .is_none());
 }

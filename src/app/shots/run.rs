@@ -405,6 +405,9 @@ fn check_supported(base: &SimConfig) -> Result<()> {
     if out.trace_pixel.is_some() {
         return refuse("-trace_pixel");
     }
+    if base.crystal.amorphous.table.is_some() {
+        return refuse("-stol");
+    }
     if out.printout || out.printout_pixel.is_some() {
         return refuse("-printout");
     }

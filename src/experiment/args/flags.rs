@@ -5,6 +5,7 @@
 //! one action; anything else is an unknown flag.
 
 use crate::config::{Convention, CrystalShape};
+use crate::io::stol::StolUnits;
 
 /// What a flag does (one variant per distinct C effect).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -20,6 +21,8 @@ pub(crate) enum Opt {
     Sourcefile,
     /// -stol, -4stol, -Q, -stolout: C reads (or names) an S(Q) file it never uses.
     StolIgnored,
+    /// `-stol`, `-4stol`, `-Q`: the amorphous sample's F table.
+    Stol(StolUnits),
     Misset,
     // Detector size and pixels.
     Pixel,
@@ -90,8 +93,12 @@ pub(crate) enum Opt {
     Fudge,
     Mosaic,
     MosaicDomains,
-    /// -density / -sample_den, -MW / -molec: only feed a printout in C.
-    NumberIgnored,
+    /// The amorphous sample (`-stol`'s): density, molecular weight, molecules, thickness. In C
+    /// nanoBragg -density and -MW only feed a printout.
+    AmorphousDensity,
+    AmorphousMw,
+    AmorphousMolecules,
+    AmorphousThickness,
     // Sampling, ROI, interpolation, sensor.
     Phi,
     Osc,
@@ -197,9 +204,9 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     ("-img", Opt::Img),
     ("-mask", Opt::Mask),
     ("-sourcefile", Opt::Sourcefile),
-    ("-stol", Opt::StolIgnored),
-    ("-4stol", Opt::StolIgnored),
-    ("-Q", Opt::StolIgnored),
+    ("-stol", Opt::Stol(StolUnits::Stol)),
+    ("-4stol", Opt::Stol(StolUnits::FourStol)),
+    ("-Q", Opt::Stol(StolUnits::Q)),
     ("-stolout", Opt::StolIgnored),
     ("-misset", Opt::Misset),
     // Detector size and pixels.
@@ -306,12 +313,15 @@ pub(crate) const FLAGS: &[(&str, Opt)] = &[
     ("-mosaic_spread", Opt::Mosaic),
     ("-mosaic_dom", Opt::MosaicDomains),
     ("-mosaic_domains", Opt::MosaicDomains),
-    ("-density", Opt::NumberIgnored),
-    ("-sample_den", Opt::NumberIgnored),
-    ("-sample_density", Opt::NumberIgnored),
-    ("-MW", Opt::NumberIgnored),
-    ("-molec", Opt::NumberIgnored),
-    ("-molecular_weight", Opt::NumberIgnored),
+    ("-density", Opt::AmorphousDensity),
+    ("-sample_den", Opt::AmorphousDensity),
+    ("-sample_density", Opt::AmorphousDensity),
+    ("-MW", Opt::AmorphousMw),
+    ("-molec", Opt::AmorphousMw),
+    ("-molecular_weight", Opt::AmorphousMw),
+    ("-molecules", Opt::AmorphousMolecules),
+    ("-thick", Opt::AmorphousThickness),
+    ("-thickness", Opt::AmorphousThickness),
     // Sampling, ROI, interpolation, sensor.
     ("-phi", Opt::Phi),
     ("-osc", Opt::Osc),

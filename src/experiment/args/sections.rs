@@ -57,6 +57,7 @@ fn apply_input(st: &mut State, it: &Item<'_>, v: &Values<'_, '_>) -> Result<bool
         Opt::Hkl => xtal.hkl = crate::config::HklSource::File(v.path()),
         Opt::Mat => st.matfile = Some(v.path()),
         Opt::Sourcefile => st.sourcefile = Some(v.path()),
+        Opt::Stol(units) => xtal.amorphous.table = Some((v.path(), units)),
         Opt::Img | Opt::Mask | Opt::StolIgnored | Opt::Geom | Opt::DetectorExpt | Opt::PanelGroups => {}
         Opt::Cell => {
             let mut c = [0.0; 6];
@@ -278,8 +279,15 @@ fn apply_crystal(st: &mut State, it: &Item<'_>, v: &Values<'_, '_>) -> Result<bo
         Opt::Fudge => xtal.fudge = v.num(0)?,
         Opt::Mosaic => xtal.mosaic_spread = Some(v.num(0)? / RTD),
         Opt::MosaicDomains => xtal.mosaic_domains = Some(v.int(0)?),
-        Opt::NumberIgnored => {
-            v.num(0)?;
+        Opt::AmorphousDensity => xtal.amorphous.density = v.positive(0)? * 1e6,
+        Opt::AmorphousMw => xtal.amorphous.molecular_weight = v.positive(0)?,
+        Opt::AmorphousThickness => xtal.amorphous.thickness = mm(v.positive(0)?),
+        Opt::AmorphousMolecules => {
+            let n = v.num(0)?;
+            if !(n >= 0.0 && n.is_finite()) {
+                return Err(v.err(format!("must be a number ≥ 0, got '{}'", v.text(0))));
+            }
+            xtal.amorphous.molecules = n;
         }
         _ => return Ok(false),
     }

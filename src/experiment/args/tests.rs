@@ -458,15 +458,19 @@ fn aliases_give_the_same_config() {
         &[&["-divergence", "0.2"], &["-hdivrange", "0.2", "-vdivrange", "0.2"]],
         &[&["-pix0_vector", "1", "2", "3"], &["-pix0_vector_mm", "1", "2", "3"]],
         &[
-            &[],
-            &["-stol", "x"],
-            &["-4stol", "x"],
-            &["-Q", "x"],
-            &["-stolout", "x"],
-            &["-coherent"],
             &["-density", "1.2"],
             &["-sample_den", "1.2"],
             &["-sample_density", "1.2"],
+        ],
+        &[&["-thick", "0.2"], &["-thickness", "0.2"]],
+        &[&["-MW", "20"], &["-molec", "20"], &["-molecular_weight", "20"]],
+        &[
+            &[],
+            &["-stolout", "x"],
+            &["-coherent"],
+            &["-density", "1"],
+            &["-thick", "0.1"],
+            &["-molecules", "0"],
             &["-MW", "18"],
             &["-molec", "18"],
             &["-molecular_weight", "18"],
@@ -1092,5 +1096,44 @@ fn every_flag_belongs_to_exactly_one_section() {
             .filter(|section| !matches!(section(&mut super::State::new(), &it, &v), Ok(false)))
             .count();
         assert_eq!(taken, 1, "{flag} is taken by {taken} sections");
+    }
+}
+
+#[test]
+fn stol_tables_name_their_abscissa_and_the_sample_its_amount() {
+    use crate::io::stol::StolUnits;
+    for (flag, units) in [
+        ("-stol", StolUnits::Stol),
+        ("-4stol", StolUnits::FourStol),
+        ("-Q", StolUnits::Q),
+    ] {
+        let c = cfg(&[
+            flag,
+            "w.stol",
+            "-thick",
+            "0.5",
+            "-density",
+            "0.92",
+            "-MW",
+            "20",
+            "-molecules",
+            "1e18",
+        ]);
+        let a = &c.crystal.amorphous;
+        assert_eq!(a.table, Some((std::path::PathBuf::from("w.stol"), units)));
+        assert_eq!(
+            (a.thickness, a.density, a.molecular_weight, a.molecules),
+            (0.5e-3, 0.92e6, 20.0, 1e18)
+        );
+    }
+    assert_eq!(cfg(&[]).crystal.amorphous.table, None);
+    for bad in [
+        &["-thick", "0"][..],
+        &["-density", "-1"],
+        &["-molecules", "-5"],
+        &["-MW", "x"],
+    ] {
+        let e = err(bad).to_string();
+        assert!(e.contains(bad[0]), "{bad:?}: {e}");
     }
 }

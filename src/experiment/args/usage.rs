@@ -21,8 +21,10 @@ Input files and structure factors
   -mask FILE                SMV mask: pixels of value 0 are skipped; its header seeds the
                             geometry too (read before -img, so -img's header wins)
   -sourcefile FILE          beam sources, one per line: X Y Z weight lambda(m)
-  -stol FILE, -4stol FILE, -Q FILE, -stolout FILE
-                            accepted for compatibility, no effect
+  -stol FILE                an amorphous sample's F against sin(theta)/lambda (1/A): adds
+                            its diffuse scattering, as nonbragg renders it (docs/nonbragg.md)
+  -4stol FILE, -Q FILE      the same with 4 sin(theta)/lambda or Q = 4 pi sin(theta)/lambda
+  -stolout FILE             accepted for compatibility, no effect
 
 Detector size and pixels
   -pixel MM                 pixel size (0.1)
@@ -84,8 +86,11 @@ Crystal
   -fudge F                  spot-width factor (1)
   -mosaic DEG  (-mosaici, -mosaicity, -mosaic_spr, -mosaic_spread)   mosaic spread
   -mosaic_dom N  (-mosaic_domains)   number of mosaic domains
-  -density G/CM3  (-sample_den, -sample_density), -MW G/MOL  (-molec, -molecular_weight)
-                            accepted for compatibility, no effect
+  -thick MM  (-thickness)   the -stol sample's thickness along the beam (0.1); it is 0.1 mm
+                            across, clipped by the beam
+  -density G/CM3  (-sample_den, -sample_density)   the -stol sample's density (1)
+  -MW G/MOL  (-molec, -molecular_weight)   its molecular weight (18)
+  -molecules N              molecules of it in the beam (overrides -density)
 
 Rotation, sampling, sensor
   -phi DEG                  spindle start angle (0)
