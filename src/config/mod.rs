@@ -341,6 +341,28 @@ impl Default for CrystalConfig {
     }
 }
 
+/// What a table's abscissa is, with the factor C applies to reach sinθ/λ in m⁻¹.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StolUnits {
+    /// `-stol`: sinθ/λ (Å⁻¹).
+    Stol,
+    /// `-4stol`: 4·sinθ/λ (Å⁻¹).
+    FourStol,
+    /// `-Q`: Q = 4π·sinθ/λ (Å⁻¹).
+    Q,
+}
+
+impl StolUnits {
+    /// C's multiplier from the file's abscissa to sinθ/λ (m⁻¹).
+    pub fn to_stol_per_m(self) -> f64 {
+        match self {
+            StolUnits::Stol => 1e10,
+            StolUnits::FourStol => 1e10 / 4.0,
+            StolUnits::Q => 1e10 / std::f64::consts::PI / 4.0,
+        }
+    }
+}
+
 /// An amorphous sample (water, ice, air, …) scattering beside the crystal, from its
 /// F(sinθ/λ) table, as the C suite's `nonBragg` renders it: `-stol FILE` (or `-4stol`, `-Q`),
 /// `-thick`, `-density`, `-MW`, `-molecules`. The sample is `thickness` along the beam and
@@ -348,7 +370,7 @@ impl Default for CrystalConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AmorphousConfig {
     /// The table and its abscissa; `None`: no amorphous background.
-    pub table: Option<(std::path::PathBuf, crate::io::stol::StolUnits)>,
+    pub table: Option<(std::path::PathBuf, StolUnits)>,
     /// Thickness along the beam (m; `-thick` in mm, default 0.1 mm).
     pub thickness: f64,
     /// Density (g/m³; `-density` in g/cm³, default 1).

@@ -15,27 +15,7 @@ use std::path::Path;
 /// C's field delimiters.
 const DELIMITERS: &[char] = &[' ', '\t', ',', ';', ':', '!', '\r'];
 
-/// What a table's abscissa is, with the factor C applies to reach sinθ/λ in m⁻¹.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum StolUnits {
-    /// `-stol`: sinθ/λ (Å⁻¹).
-    Stol,
-    /// `-4stol`: 4·sinθ/λ (Å⁻¹).
-    FourStol,
-    /// `-Q`: Q = 4π·sinθ/λ (Å⁻¹).
-    Q,
-}
-
-impl StolUnits {
-    /// C's multiplier from the file's abscissa to sinθ/λ (m⁻¹).
-    pub fn to_stol_per_m(self) -> f64 {
-        match self {
-            StolUnits::Stol => 1e10,
-            StolUnits::FourStol => 1e10 / 4.0,
-            StolUnits::Q => 1e10 / std::f64::consts::PI / 4.0,
-        }
-    }
-}
+pub use crate::config::StolUnits;
 
 /// A table as read: abscissae in the file's units and F (electrons), one entry per point.
 #[derive(Debug, Clone, PartialEq)]

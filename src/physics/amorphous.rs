@@ -99,6 +99,56 @@ impl StolCurve {
     }
 }
 
+/// [`StolCurve`]'s cubics with C's Lagrange denominators folded into each point's F: for the
+/// interval starting at point n, `w_i = F_i / Π_{j≠i}(x_i − x_j)` over its four points, so
+/// F(s) = Σ_i w_i·Π_{j≠i}(s − x_j) takes no division. The same cubic as C's `polint`, which
+/// divides term by term: values agree to a few units in the last place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StolCubics {
+    pub curve: StolCurve,
+    /// Per interval n (points n − 1 ..= n + 2), the four weights; entry 0 unused.
+    weights: Vec<[f64; 4]>,
+}
+
+impl StolCubics {
+    pub fn new(curve: &StolCurve) -> Self {
+        let weights = (0..curve.len() - 2)
+            .map(|n| match n {
+                0 => [0.0; 4],
+                n => {
+                    let (xa, ya) = (&curve.stol[n - 1..n + 3], &curve.f[n - 1..n + 3]);
+                    std::array::from_fn(|i| {
+                        let denom: f64 = (0..4).filter(|&j| j != i).map(|j| xa[i] - xa[j]).product();
+                        ya[i] / denom
+                    })
+                }
+            })
+            .collect();
+        Self {
+            curve: curve.clone(),
+            weights,
+        }
+    }
+
+    /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹), the interval walked from `hint` as
+    /// [`StolCurve::f_near`] walks it.
+    pub fn f_near(&self, s: f64, hint: &mut usize) -> f64 {
+        let (x, last) = (&self.curve.stol, self.curve.len() - 3);
+        let mut n = (*hint).clamp(1, last);
+        while n < last && x[n + 1] <= s {
+            n += 1;
+        }
+        while n > 1 && (x[n] > s || s.is_nan()) {
+            n -= 1;
+        }
+        *hint = n;
+        let d = [s - x[n - 1], s - x[n], s - x[n + 1], s - x[n + 2]];
+        let w = &self.weights[n];
+        let (d01, d23) = (d[0] * d[1], d[2] * d[3]);
+        w[0] * d[1] * d23 + w[1] * d[0] * d23 + w[2] * d01 * d[3] + w[3] * d01 * d[2]
+    }
+}
+
 /// C's `polint`: the cubic through four points (xa, ya), at x, term by term as C writes it.
 pub fn polint(xa: &[f64], ya: &[f64], x: f64) -> f64 {
     let x0 = (x - xa[1]) * (x - xa[2]) * (x - xa[3]) * ya[0] / ((xa[0] - xa[1]) * (xa[0] - xa[2]) * (xa[0] - xa[3]));

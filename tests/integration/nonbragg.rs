@@ -312,7 +312,8 @@ fn thread_count_does_not_change_the_image() {
 }
 
 /// `nanobragg -stol` adds, pixel for pixel, the image `nonbragg` renders for the same sample,
-/// beam and detector (in f32, as the two float images would be added): the detector flags
+/// beam and detector (to 3 units in the last place of f32: nanobragg's loop rearranges C's
+/// arithmetic for speed, `render_background_fast`, and the sum rounds once more): the detector flags
 /// differ only where the programs' conventions do (nanobragg's MOSFLM beam centre is half a
 /// pixel further along both axes than the same `-Xbeam/-Ybeam` in nonBragg's, and C's
 /// nanoBragg turns `-twotheta` about −z by default).
@@ -368,11 +369,12 @@ fn nanobragg_stol_adds_nonbragg_s_image() {
         let spots = run(nanobragg, format!("{crystal} {detector}"), "spots.bin");
         let both = run(nanobragg, format!("{crystal} {detector} {stol}"), "both.bin");
         let background = run(BIN, format!("{detector} {nonbragg_only} {stol} -noprogress"), "bg.bin");
-        assert!(background.iter().any(|&b| b != 0.0), "{detector}: no background");
+        let peak = background.iter().fold(0.0f32, |m, b| m.max(b.abs()));
+        assert!(peak > 0.0, "{detector}: no background");
         for (p, ((s, b), t)) in spots.iter().zip(&background).zip(&both).enumerate() {
-            assert_eq!(
-                (s + b).to_bits(),
-                t.to_bits(),
+            let ulp = f32::EPSILON * t.abs().max(1e-6 * peak);
+            assert!(
+                (s + b - t).abs() <= 3.0 * ulp,
                 "{detector}, pixel {p}: {s} + {b} vs {t}"
             );
         }
