@@ -68,6 +68,13 @@ impl StolCurve {
     /// sample's interval) and left there: the same interval, as the table increases, found
     /// in a step or two between neighbouring pixels instead of a binary search.
     pub fn f_near(&self, s: f64, hint: &mut usize) -> f64 {
+        let n = self.walk(s, hint);
+        polint(&self.stol[n - 1..n + 3], &self.f[n - 1..n + 3], s)
+    }
+
+    /// C's walk to the interval of `s` from `hint` (left there): [`Self::interval`] on an
+    /// increasing table.
+    pub fn walk(&self, s: f64, hint: &mut usize) -> usize {
         let last = self.len() - 3;
         let mut n = (*hint).clamp(1, last);
         while n < last && self.stol[n + 1] <= s {
@@ -77,7 +84,7 @@ impl StolCurve {
             n -= 1;
         }
         *hint = n;
-        polint(&self.stol[n - 1..n + 3], &self.f[n - 1..n + 3], s)
+        n
     }
 
     /// F(s) and dF/ds (electrons·m) of the same cubic.
@@ -133,15 +140,7 @@ impl StolCubics {
     /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹), the interval walked from `hint` as
     /// [`StolCurve::f_near`] walks it.
     pub fn f_near(&self, s: f64, hint: &mut usize) -> f64 {
-        let (x, last) = (&self.curve.stol, self.curve.len() - 3);
-        let mut n = (*hint).clamp(1, last);
-        while n < last && x[n + 1] <= s {
-            n += 1;
-        }
-        while n > 1 && (x[n] > s || s.is_nan()) {
-            n -= 1;
-        }
-        *hint = n;
+        let (x, n) = (&self.curve.stol, self.curve.walk(s, hint));
         let d = [s - x[n - 1], s - x[n], s - x[n + 1], s - x[n + 2]];
         let w = &self.weights[n];
         let (d01, d23) = (d[0] * d[1], d[2] * d[3]);
