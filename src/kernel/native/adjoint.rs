@@ -7,7 +7,7 @@
 
 use super::inputs::{Grid, Params, Source, V3};
 use super::pixel::{self as forward, cross, dot, fractional, grid_offset, lagrange_weights, scaled, sum3};
-use super::real::{cos_pi_small, sin_pi_small};
+use super::real::{cos_pi_small, is_whole, sin_pi_small, Real};
 use crate::base::series::{
     CHEBYSHEV_MAX_N, GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_SLOPE, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
 };
@@ -192,21 +192,27 @@ pub fn kahn_factor(p: &Params<f64>, sw: &Switches, acc: &mut [f64], source: &Sou
 /// sin x and cos x are polynomials on [−π/2, π/2]; for whole N up to 32, sin(Nx)/sin x and
 /// cos(Nx) are Chebyshev's U_{N−1}(cos x) and U_N − cos x·U_{N−1} (as the forward loop's
 /// [`forward::sincg`]), else the platform's sine and cosine of Nx.
+#[inline(always)]
 pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
-    let delta = h - (h + 0.5).floor();
+    let delta = h - Real::floor(h + 0.5);
     if delta.abs() < SINCG_EPS {
         return (n, 0.0, 1.0);
     }
     let x = delta * PI;
     let (sin_x, cos_x) = (sin_pi_small(delta), cos_pi_small(delta));
-    let (value, cos_nx) = if (1.0..=CHEBYSHEV_MAX_N).contains(&n) && n == n.trunc() {
+    let over_sin = 1.0 / sin_x;
+    let (value, cos_nx) = if (1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n) {
         let (below, at) = chebyshev_u(cos_x, n as usize);
         (below, at - cos_x * below)
     } else {
         let (sin_nx, cos_nx) = (n * x).sin_cos();
-        (sin_nx / sin_x, cos_nx)
+        (sin_nx * over_sin, cos_nx)
     };
-    (value, PI * (n * cos_nx - value * cos_x) / sin_x, x * cos_nx / sin_x)
+    (
+        value,
+        PI * (n * cos_nx - value * cos_x) * over_sin,
+        x * cos_nx * over_sin,
+    )
 }
 
 /// (U_{k−1}(c), U_k(c)) by U_0 = 1, U_1 = 2c, U_{j+1} = 2c·U_j − U_{j−1} (k ≥ 1).
@@ -350,7 +356,7 @@ pub fn structure_factor(
 
 /// The node [`forward::nearest`] reads, `None` off the grid.
 fn nearest_node(g: &Grid<f64>, hkl: V) -> Option<usize> {
-    let i = [0, 1, 2].map(|a| grid_offset(g, (hkl[a] - 0.5).ceil(), a));
+    let i = [0, 1, 2].map(|a| grid_offset(g, Real::ceil(hkl[a] - 0.5), a));
     let inside = (0..3).all(|a| i[a] >= 0 && i[a] < g.count[a]);
     inside.then(|| ((i[0] * g.count[1] + i[1]) * g.count[2] + i[2]) as usize)
 }
@@ -378,7 +384,7 @@ fn block_node(g: &Grid<f64>, base: i32, i: usize, j: usize, m: usize) -> usize {
 /// The adjoint of [`forward::tricubic`]: the same sums in the same order, with ∂/∂(h, k, l)
 /// by the weights' slopes (the block's nodes do not move within a cell).
 pub fn tricubic(g: &Grid<f64>, hkl: V) -> CellFactor {
-    let floor = hkl.map(f64::floor);
+    let floor = hkl.map(Real::floor);
     let clamp = |x: i32, hi: i32| x.min(hi).max(0);
     let b = [0, 1, 2].map(|a| clamp(grid_offset(g, floor[a], a) - 1, g.count[a] - 4));
     let base = (b[0] * g.count[1] + b[1]) * g.count[2] + b[2];

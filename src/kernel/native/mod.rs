@@ -14,6 +14,7 @@
 
 pub mod adjoint;
 pub mod inputs;
+pub mod lanes;
 pub mod pixel;
 pub mod real;
 pub mod vjp;

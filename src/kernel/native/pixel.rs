@@ -7,7 +7,7 @@
 //! [`lattice_factor`], [`nearest`], [`tricubic`].
 
 use super::inputs::{Grid, Inputs, Params, Row, Source, V3};
-use super::real::Real;
+use super::real::{is_whole, Real};
 use crate::base::series::{
     CHEBYSHEV_MAX_N, GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
 };
@@ -133,7 +133,7 @@ pub fn sincg<F: Real>(h: F, n: F) -> F {
         return n;
     }
     let whole = n.to_f64();
-    if whole <= CHEBYSHEV_MAX_N && whole == whole.trunc() {
+    if whole <= CHEBYSHEV_MAX_N && is_whole(whole) {
         return chebyshev_u(delta.cos_pi_small(), whole as usize - 1);
     }
     (n * delta).sin_pi() / delta.sin_pi()

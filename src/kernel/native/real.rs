@@ -72,8 +72,14 @@ pub fn sin_pi_small(t: f64) -> f64 {
     x + x * x2 * horner(&SIN_TAYLOR[1..], x2)
 }
 
+/// Whether `x` is a whole number (through an integer conversion, no libm call).
+#[inline]
+pub fn is_whole(x: f64) -> bool {
+    x.abs() < 9.0e15 && x == x as i64 as f64
+}
+
 macro_rules! real {
-    ($t:ty, $sin_pi:expr, $cos_pi:expr) => {
+    ($t:ty, $sin_pi:expr, $cos_pi:expr, $exact:expr) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -93,13 +99,36 @@ macro_rules! real {
             fn exp(self) -> Self {
                 <$t>::exp(self)
             }
+            /// ⌈x⌉ through an integer conversion where |x| is below the type's last
+            /// fraction bit (above it every float is whole): x86-64's baseline (SSE2) has no
+            /// rounding instruction, and the libm call costs more than the conversion.
+            /// Equal to `ceil` except for the sign of a zero result.
             #[inline]
             fn ceil(self) -> Self {
-                <$t>::ceil(self)
+                if self.abs() < $exact {
+                    let whole = self as i64 as $t;
+                    if whole < self {
+                        whole + 1.0
+                    } else {
+                        whole
+                    }
+                } else {
+                    self
+                }
             }
+            /// ⌊x⌋, as [`Real::ceil`].
             #[inline]
             fn floor(self) -> Self {
-                <$t>::floor(self)
+                if self.abs() < $exact {
+                    let whole = self as i64 as $t;
+                    if whole > self {
+                        whole - 1.0
+                    } else {
+                        whole
+                    }
+                } else {
+                    self
+                }
             }
             #[inline]
             fn abs(self) -> Self {
@@ -127,9 +156,14 @@ macro_rules! real {
     };
 }
 
-real!(f64, |t| (t * PI).sin(), |t| (t * PI).cos());
-real!(f32, |t| (f64::from(t) * PI).sin() as f32, |t| (f64::from(t) * PI).cos()
-    as f32);
+// the fraction bits: every float of magnitude 2⁵² (f64) or 2²³ (f32) and above is whole
+real!(f64, |t| (t * PI).sin(), |t| (t * PI).cos(), 4_503_599_627_370_496.0);
+real!(
+    f32,
+    |t| (f64::from(t) * PI).sin() as f32,
+    |t| (f64::from(t) * PI).cos() as f32,
+    8_388_608.0
+);
 
 #[cfg(test)]
 mod tests {
@@ -144,6 +178,32 @@ mod tests {
             assert_eq!(t.cos_pi(), (f64::from(t) * PI).cos() as f32);
         }
         assert!((0.5f64.sin_pi() - 1.0).abs() < 1e-16);
+    }
+
+    /// floor and ceil through an integer equal libm's (but for the sign of a zero) on both
+    /// sides of every boundary: halves, whole numbers, tiny and huge magnitudes, the last
+    /// fraction bit, infinities and NaN.
+    #[test]
+    fn integer_floor_and_ceil_are_libm_s() {
+        fn check<F: Real + std::fmt::Debug>(x: F, floor: F, ceil: F) {
+            let same = |a: F, b: F| a == b || (a != a && b != b);
+            assert!(same(Real::floor(x), floor), "floor {x:?}");
+            assert!(same(Real::ceil(x), ceil), "ceil {x:?}");
+        }
+        let mut xs = vec![0.0, -0.0, 0.5, -0.5, 1e-300, -1e-300, 7.0, -7.0, 1e300, -1e300];
+        xs.extend([f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 2f64.powi(52) - 0.5]);
+        xs.extend([-(2f64.powi(52) - 0.5), 2f64.powi(53) + 2.0, 2f64.powi(40) + 0.25]);
+        xs.extend((-400..=400).map(|i| f64::from(i) * 0.125 + 1e-9 * f64::from(i % 3)));
+        for x in xs {
+            for y in [x, x.next_up(), x.next_down()] {
+                check(y, y.floor(), y.ceil());
+                let y = y as f32;
+                check(y, y.floor(), y.ceil());
+            }
+        }
+        for y in [2f32.powi(23) - 0.5, -(2f32.powi(23) - 0.5), 3e9, -3e9, 1e38] {
+            check(y, y.floor(), y.ceil());
+        }
     }
 
     /// The polynomial sine is within 4 ulp of libm's, relative, over the whole half-turn range.

@@ -19,6 +19,7 @@
 
 use super::adjoint::{self, add3, CellFactor, LatticePartials, Ray};
 use super::inputs::{Inputs, Row, Source, V3};
+use super::lanes::{self, LANES};
 use super::pixel::{self as forward, counted, dot, miller_index, scaled, sum3, tricubic_out_of_range};
 use crate::base::error::Result;
 use crate::kernel::job::{JobSums, PixelJob};
@@ -377,9 +378,13 @@ impl Pass<'_> {
             let mut g_d = [0.0; 3];
             for (source, first) in self.kept_sources(ray.d) {
                 let f = sw.products().then(|| TermFactor::of(inp, source, ray, t));
-                for (o, row) in self.rows[first..first + self.per_source()].iter().enumerate() {
-                    let hkl = miller_index(row, ray.d);
-                    let lat = adjoint::lattice_factor(&inp.p, hkl, sw);
+                let rows = &self.rows[first..first + self.per_source()];
+                let lanes = rows.chunks(LANES).flat_map(|group| {
+                    let hkl = lanes::miller_indices(group, ray.d);
+                    let lat = lanes::lattice_factors(&inp.p, &hkl, sw);
+                    group.iter().zip(hkl).zip(lat)
+                });
+                for (o, ((row, hkl), lat)) in lanes.enumerate() {
                     if !counted(lat.value, sw) {
                         continue;
                     }

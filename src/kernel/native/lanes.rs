@@ -1,0 +1,140 @@
+//! The reverse pass's lattice factor over [`LANES`] orientation rows at once.
+//!
+//! One term's lattice-sum partials ([`adjoint::sincg`]) are a long chain of dependent
+//! operations (a sine and a cosine polynomial, a division, Chebyshev's recurrence), and one
+//! term of the reverse pass is too large for the processor to start the next term's chain
+//! while it waits. Here each step runs across the lanes before the next step, so `LANES`
+//! independent chains overlap (and the compiler may pack them into vector registers). Every
+//! lane computes exactly [`adjoint::sincg`]'s and [`adjoint::lattice_factor`]'s operations in
+//! their order: the same bits (tested).
+
+use super::adjoint::{self, LatticePartials};
+use super::inputs::{Params, Row, V3};
+use super::pixel::miller_index;
+use super::real::{is_whole, Real};
+use crate::base::series::{CHEBYSHEV_MAX_N, COS_TAYLOR, SINCG_EPS, SIN_TAYLOR};
+use crate::kernel::job::Switches;
+use std::f64::consts::PI;
+
+/// Orientation rows evaluated together.
+pub const LANES: usize = 4;
+
+/// A value per lane.
+type Lanes = [f64; LANES];
+
+/// The Miller indices of direction `d` in each of `rows` (at most [`LANES`]); lanes past the
+/// rows repeat the last row.
+#[inline]
+pub fn miller_indices(rows: &[Row<f64>], d: V3<f64>) -> [V3<f64>; LANES] {
+    std::array::from_fn(|l| miller_index(&rows[l.min(rows.len() - 1)], d))
+}
+
+/// [`adjoint::lattice_factor`] of each lane's (h, k, l): SQUARE lane by lane step by step,
+/// the other shapes one lane at a time.
+#[inline]
+pub fn lattice_factors(p: &Params<f64>, hkl: &[V3<f64>; LANES], sw: &Switches) -> [LatticePartials; LANES] {
+    if !sw.square {
+        return std::array::from_fn(|l| adjoint::lattice_factor(p, hkl[l], sw));
+    }
+    let [a, b, c] = [0, 1, 2].map(|v| sincg(hkl.map(|q| q[v]), p.n[v]));
+    std::array::from_fn(|l| LatticePartials {
+        value: a.0[l] * b.0[l] * c.0[l],
+        d_hkl: [
+            a.1[l] * b.0[l] * c.0[l],
+            a.0[l] * b.1[l] * c.0[l],
+            a.0[l] * b.0[l] * c.1[l],
+        ],
+        d_n: [
+            a.2[l] * b.0[l] * c.0[l],
+            a.0[l] * b.2[l] * c.0[l],
+            a.0[l] * b.0[l] * c.2[l],
+        ],
+        ..LatticePartials::default()
+    })
+}
+
+/// [`adjoint::sincg`] of each lane's `h` for one N: (value, ∂/∂h, ∂/∂N) per lane.
+#[inline]
+fn sincg(h: Lanes, n: f64) -> (Lanes, Lanes, Lanes) {
+    if !((1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n)) {
+        let each = h.map(|h| adjoint::sincg(h, n));
+        return (each.map(|e| e.0), each.map(|e| e.1), each.map(|e| e.2));
+    }
+    let delta = h.map(|h| h - Real::floor(h + 0.5));
+    let x = delta.map(|d| d * PI);
+    let x2 = x.map(|x| x * x);
+    // sin_pi_small and cos_pi_small, step by step across the lanes
+    let sin_sum = horner(&SIN_TAYLOR[1..], x2);
+    let cos_sum = horner(&COS_TAYLOR[1..], x2);
+    let sin_x: Lanes = std::array::from_fn(|l| x[l] + x[l] * x2[l] * sin_sum[l]);
+    let cos_x: Lanes = std::array::from_fn(|l| cos_sum[l] * x2[l] + COS_TAYLOR[0]);
+    let over_sin = sin_x.map(|s| 1.0 / s);
+    let (below, at) = chebyshev_u(cos_x, n as usize);
+    let mut out = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
+    for l in 0..LANES {
+        if delta[l].abs() < SINCG_EPS {
+            (out.0[l], out.1[l], out.2[l]) = (n, 0.0, 1.0);
+            continue;
+        }
+        let cos_nx = at[l] - cos_x[l] * below[l];
+        out.0[l] = below[l];
+        out.1[l] = PI * (n * cos_nx - below[l] * cos_x[l]) * over_sin[l];
+        out.2[l] = x[l] * cos_nx * over_sin[l];
+    }
+    out
+}
+
+/// Σ_j c_j·y^j per lane, by Horner's rule from the highest power down (as the scalar one).
+#[inline]
+fn horner(c: &[f64], y: Lanes) -> Lanes {
+    let mut acc = [0.0; LANES];
+    for &c in c.iter().rev() {
+        for l in 0..LANES {
+            acc[l] = acc[l] * y[l] + c;
+        }
+    }
+    acc
+}
+
+/// (U_{k−1}(c), U_k(c)) per lane (k ≥ 1), as the scalar recurrence.
+#[inline]
+fn chebyshev_u(c: Lanes, k: usize) -> (Lanes, Lanes) {
+    let two_c = c.map(|c| c + c);
+    let (mut previous, mut current) = ([1.0; LANES], two_c);
+    for _ in 1..k {
+        for l in 0..LANES {
+            let next = two_c[l] * current[l] - previous[l];
+            previous[l] = current[l];
+            current[l] = next;
+        }
+    }
+    (previous, current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every lane's partials are the scalar helper's, bit for bit: at and near nodes, for whole
+    /// N on the recurrence and fractional N on the platform's sines.
+    #[test]
+    fn lanes_are_the_scalar_sincg_bits() {
+        let hs = [
+            [0.3, 7.123, -2.49, 4.0003],
+            [2.0, -3.0, 0.5, -0.5],
+            [1e-12, 5.0 + 1e-11, 0.25, 12.75],
+        ];
+        for n in [1.0, 2.0, 5.0, 7.0, 32.0, 2.5, 40.0] {
+            for h in hs {
+                let lanes = sincg(h, n);
+                for (l, &h) in h.iter().enumerate() {
+                    let one = adjoint::sincg(h, n);
+                    let got = (lanes.0[l], lanes.1[l], lanes.2[l]);
+                    assert_eq!(got.0.to_bits(), one.0.to_bits(), "value at h {h} N {n}");
+                    assert_eq!(got.1.to_bits(), one.1.to_bits(), "∂/∂h at h {h} N {n}");
+                    assert_eq!(got.2.to_bits(), one.2.to_bits(), "∂/∂N at h {h} N {n}");
+                }
+            }
+        }
+    }
+}
