@@ -29,12 +29,21 @@ pub fn miller_indices(rows: &[Row<f64>], d: V3<f64>) -> [V3<f64>; LANES] {
     std::array::from_fn(|l| miller_index(&rows[l.min(rows.len() - 1)], d))
 }
 
-/// [`adjoint::lattice_factor`] of each lane's (h, k, l): SQUARE lane by lane step by step,
-/// the other shapes one lane at a time.
+/// [`adjoint::lattice_factor`] of the first `rows` lanes' (h, k, l): SQUARE across the lanes
+/// step by step when every lane holds a row, else (and for the other shapes) one lane at a
+/// time; lanes past `rows` are left at zero.
 #[inline]
-pub fn lattice_factors(p: &Params<f64>, hkl: &[V3<f64>; LANES], sw: &Switches) -> [LatticePartials; LANES] {
-    if !sw.square {
-        return std::array::from_fn(|l| adjoint::lattice_factor(p, hkl[l], sw));
+pub fn lattice_factors(
+    p: &Params<f64>,
+    hkl: &[V3<f64>; LANES],
+    rows: usize,
+    sw: &Switches,
+) -> [LatticePartials; LANES] {
+    if !sw.square || rows < LANES {
+        return std::array::from_fn(|l| match l < rows {
+            true => adjoint::lattice_factor(p, hkl[l], sw),
+            false => LatticePartials::default(),
+        });
     }
     let [a, b, c] = [0, 1, 2].map(|v| sincg(hkl.map(|q| q[v]), p.n[v]));
     std::array::from_fn(|l| LatticePartials {

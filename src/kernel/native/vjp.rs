@@ -381,7 +381,7 @@ impl Pass<'_> {
                 let rows = &self.rows[first..first + self.per_source()];
                 let lanes = rows.chunks(LANES).flat_map(|group| {
                     let hkl = lanes::miller_indices(group, ray.d);
-                    let lat = lanes::lattice_factors(&inp.p, &hkl, sw);
+                    let lat = lanes::lattice_factors(&inp.p, &hkl, group.len(), sw);
                     group.iter().zip(hkl).zip(lat)
                 });
                 for (o, ((row, hkl), lat)) in lanes.enumerate() {
