@@ -7,8 +7,8 @@
 //! series coefficient ±k/d is the f32 quotient (k as f32)/(d as f32), which is the value the
 //! kernels have always had (their literals were such quotients); for every coefficient but
 //! one (1/14!, whose denominator is not exact in f32) it is also the f64 coefficient rounded
-//! to f32. A twin of a threshold is its f64 value rounded to f32, except [`ROUND_SCALE_F32`]
-//! (see there). The tests below hold the twins to these rules.
+//! to f32. A twin of a threshold or a scale is its f64 value rounded to f32. The tests below
+//! hold the twins to these rules.
 //!
 //! # The distance δ from the nearest lattice node
 //!
@@ -172,10 +172,8 @@ pub const CHEBYSHEV_MAX_N: f64 = 32.0;
 
 /// Scale of the ROUND shape: √(volume ratio) of the cube and the sphere, as C.
 pub const ROUND_SCALE: f64 = 0.723601254558268;
-/// [`ROUND_SCALE`] as the cube kernels have it: 0.7236012, one f32 ulp (6e-8) below
-/// `ROUND_SCALE as f32` (0.72360128). Kept so that the kernels' images do not change; the
-/// difference, 8e-8 relative, is far below what the kernels are held to.
-pub const ROUND_SCALE_F32: f32 = 0.723_601_2;
+/// [`ROUND_SCALE`] rounded to f32, for the cube kernels.
+pub const ROUND_SCALE_F32: f32 = ROUND_SCALE as f32;
 
 /// GAUSS: F_latt = V·exp(−r²/`GAUSS_WIDTH`) with r² = |Σ δ_v·recip_v|²·V²·fudge (C's 0.63).
 pub const GAUSS_WIDTH: f64 = 0.63;
@@ -289,7 +287,8 @@ mod tests {
         assert_eq!(TOPHAT_R2_F32, 0.3969f32);
         assert_eq!(SINCG_EPS_F32, 1e-9f32);
         assert_eq!(SINCG_DH_SERIES_BELOW_F32, 0.1f32);
-        // the one twin that is not its f64 value rounded
-        assert_eq!(ROUND_SCALE_F32.to_bits() + 1, (ROUND_SCALE as f32).to_bits());
+        // the nearest f32 to C's scale, 0.72360128
+        assert_eq!(ROUND_SCALE_F32, 0.723_601_3f32);
+        assert!((f64::from(ROUND_SCALE_F32) - ROUND_SCALE).abs() <= 0.5 * f64::from(f32::EPSILON) * 0.5);
     }
 }

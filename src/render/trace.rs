@@ -5,7 +5,7 @@
 //! It serves `-trace_pixel` / `-printout_pixel`, and as an independent check of the tensor
 //! engine: its value must equal the rendered pixel (see `tests/integration/trace.rs`).
 
-use crate::base::series::{GAUSS_WIDTH, TOPHAT_R2};
+use crate::base::series::{GAUSS_WIDTH, ROUND_SCALE, TOPHAT_R2};
 use crate::base::vec3::Vec3;
 use crate::base::vec3::{add, dot, norm, rotate_axis, scale, sub, unitize};
 use crate::config::CrystalShape;
@@ -90,7 +90,7 @@ fn lattice_factor(exp: &Experiment, hkl: [f64; 3]) -> f64 {
             .product(),
         CrystalShape::Round => {
             let r2: f64 = (0..3).map(|a| (frac[a] * n[a]).powi(2)).sum();
-            vol * 0.723601254558268 * sinc3(PI * (r2 * exp.fudge).sqrt())
+            vol * ROUND_SCALE * sinc3(PI * (r2 * exp.fudge).sqrt())
         }
         CrystalShape::Gauss | CrystalShape::Tophat => {
             let l = &exp.lattice;
