@@ -85,6 +85,38 @@ mod tests {
     use burn::tensor::{Tensor, TensorData};
     use cubecl::wgpu::WgpuRuntime;
 
+    /// The air path of the adjoint test's rays (m): pix0 = R·d, the ray's detector
+    /// coordinates 0.
+    const R: f64 = 0.1;
+
+    /// Each direction's adjoint of the Kahn factor for cotangent 1, into its own
+    /// [`G_GLOBALS`] accumulators: `input` is the source row, K at [`SOURCE_WIDTH`], then the
+    /// directions.
+    #[cube(launch)]
+    fn kahn_adjoint_of_directions(
+        params: &Array<f32>,
+        input: &Array<f32>,
+        output: &mut Array<f32>,
+        #[comptime] sw: Switches,
+    ) {
+        let i = ABSOLUTE_POS;
+        if (i + 1) * G_GLOBALS <= output.len() {
+            let mut acc = Array::<f32>::new(G_GLOBALS);
+            for k in 0..G_GLOBALS {
+                acc[k] = 0.0;
+            }
+            let ray = Ray {
+                coords: Vec3 { x: 0.0, y: 0.0, z: 0.0 },
+                d: load3(input, SOURCE_WIDTH + 1 + 3 * i),
+                r: params[PARAMS],
+            };
+            kahn_factor_adjoint(input, params, &mut acc, 0, ray, 1.0, sw);
+            for k in 0..G_GLOBALS {
+                output[i * G_GLOBALS + k] = acc[k];
+            }
+        }
+    }
+
     #[cube(launch)]
     fn kahn_of_directions(sources: &Array<f32>, directions: &Array<f32>, output: &mut Array<f32>) {
         let i = ABSOLUTE_POS;
@@ -152,6 +184,76 @@ mod tests {
             // P ∈ [0, 1]: a few f32 roundings of products of unit vectors
             assert!(worst <= 2e-6, "K = {kahn}: worst |kernel − stage| {worst:e}");
             assert!((f64::from(got[0]) - 1.0).abs() <= 1e-6, "along the beam P = {}", got[0]);
+        }
+    }
+
+    /// The kernel's adjoint (the vector–Jacobian kernels') against burn-autodiff of the
+    /// tensor stage in f64, with d = pix0/|pix0|: ∂P/∂K and ∂P/∂pix0 (the direction's
+    /// cotangent pushed back to the detector), for directions all around the sample.
+    #[test]
+    fn kahn_adjoint_matches_autodiff_of_the_tensor_stage() {
+        use crate::diff::testing::Ad;
+        let s = 0.6f64;
+        let (incident, e_in, b_in) = ([0.8, s, 0.0], [-s, 0.8, 0.0], [0.0, 0.0, 1.0]);
+        // away from the beam axis, where cos 2ψ's 0/0 makes ∂/∂d undefined
+        let dirs: Vec<[f64; 3]> = directions(incident).into_iter().skip(1).take(500).collect();
+        let sw = Switches {
+            polar: true,
+            ..crate::kernel::native::pixel::tests_support::switches()
+        };
+        for kahn in [0.0f64, 0.5, 1.0, -1.0] {
+            let mut params = vec![0.0f32; PARAMS + 1];
+            params[KAHN] = kahn as f32;
+            params[PARAMS] = R as f32;
+            let mut input = vec![0.0f32; SOURCE_WIDTH + 1];
+            for k in 0..3 {
+                input[INCIDENT + k] = incident[k] as f32;
+                input[E_IN + k] = e_in[k] as f32;
+                input[B_IN + k] = b_in[k] as f32;
+            }
+            input[SOURCE_WIDTH] = kahn as f32;
+            input.extend(dirs.iter().flatten().map(|&x| x as f32));
+            let out = G_GLOBALS * dirs.len();
+            let Some(got) = launch_with_params(&params, &input, out, dirs.len(), |c, count, dim, p, i, o| {
+                kahn_adjoint_of_directions::launch::<WgpuRuntime>(c, count, dim, p, i, o, sw)
+            }) else {
+                return;
+            };
+            // the reference: P(d(pix0), K) on burn-autodiff, one row a direction
+            let n = dirs.len();
+            let pix0 = Tensor::<Ad, 2>::from_data(
+                TensorData::new(dirs.iter().flatten().map(|&x| x * R).collect::<Vec<_>>(), [n, 3]),
+                &dev(),
+            )
+            .require_grad();
+            let k = Tensor::<Ad, 2>::from_data(TensorData::new(vec![kahn; n], [n, 1]), &dev()).require_grad();
+            let d = pix0.clone() / pix0.clone().powi_scalar(2).sum_dim(1).sqrt();
+            let along = |v: [f64; 3]| {
+                let v = Tensor::<Ad, 2>::from_data(TensorData::new(v.to_vec(), [3, 1]), &dev());
+                d.clone().matmul(v)
+            };
+            let p = stage::kahn_factor_tensor(along(incident), along(e_in), along(b_in), k.clone());
+            let grads = p.sum().backward();
+            let read =
+                |t: Option<Tensor<B, 2>>| -> Vec<f64> { t.unwrap().into_data().convert::<f64>().to_vec().unwrap() };
+            let (g_k, g_pix0) = (read(k.grad(&grads)), read(pix0.grad(&grads)));
+            // P's slopes are O(1) in K and O(1/R) in pix0; f32 roundings of unit vectors
+            for (i, acc) in got.chunks(G_GLOBALS).enumerate() {
+                let err_k = (f64::from(acc[G_KAHN]) - g_k[i]).abs();
+                assert!(
+                    err_k <= 2e-6,
+                    "K = {kahn}, direction {i}: ∂P/∂K {} vs {}",
+                    acc[G_KAHN],
+                    g_k[i]
+                );
+                for a in 0..3 {
+                    let (g, w) = (f64::from(acc[G_PIX0 + a]), g_pix0[3 * i + a]);
+                    assert!(
+                        (g - w).abs() <= 2e-5 / R,
+                        "K = {kahn}, direction {i}: ∂P/∂pix0[{a}] {g} vs {w}"
+                    );
+                }
+            }
         }
     }
 }
