@@ -147,6 +147,18 @@ mod tests {
         out.iter().map(|v| v.map(|x| f64::from(x as f32))).collect()
     }
 
+    /// A source row (the beam's direction, E_in, B_in), then K at [`SOURCE_WIDTH`].
+    fn source_row([incident, e_in, b_in]: [[f64; 3]; 3], kahn: f64) -> Vec<f32> {
+        let mut row = vec![0.0f32; SOURCE_WIDTH + 1];
+        for k in 0..3 {
+            row[INCIDENT + k] = incident[k] as f32;
+            row[E_IN + k] = e_in[k] as f32;
+            row[B_IN + k] = b_in[k] as f32;
+        }
+        row[SOURCE_WIDTH] = kahn as f32;
+        row
+    }
+
     #[test]
     fn kahn_factor_matches_the_tensor_stage() {
         // a tilted beam with its E and B axes (unit, perpendicular)
@@ -162,13 +174,7 @@ mod tests {
             Tensor::<B, 2>::from_data(TensorData::new(values, [dirs.len(), 1]), &dev())
         };
         for kahn in [0.0f64, 0.5, 1.0, -1.0] {
-            let mut sources = vec![0.0f32; SOURCE_WIDTH + 1];
-            for k in 0..3 {
-                sources[INCIDENT + k] = incident[k] as f32;
-                sources[E_IN + k] = e_in[k] as f32;
-                sources[B_IN + k] = b_in[k] as f32;
-            }
-            sources[SOURCE_WIDTH] = kahn as f32;
+            let sources = source_row([incident, e_in, b_in], kahn);
             let Some(got) = launch_with_params(&sources, &flat, dirs.len(), dirs.len(), |c, count, dim, p, i, o| {
                 kahn_of_directions::launch::<WgpuRuntime>(c, count, dim, p, i, o)
             }) else {
@@ -205,13 +211,7 @@ mod tests {
             let mut params = vec![0.0f32; PARAMS + 1];
             params[KAHN] = kahn as f32;
             params[PARAMS] = R as f32;
-            let mut input = vec![0.0f32; SOURCE_WIDTH + 1];
-            for k in 0..3 {
-                input[INCIDENT + k] = incident[k] as f32;
-                input[E_IN + k] = e_in[k] as f32;
-                input[B_IN + k] = b_in[k] as f32;
-            }
-            input[SOURCE_WIDTH] = kahn as f32;
+            let mut input = source_row([incident, e_in, b_in], kahn);
             input.extend(dirs.iter().flatten().map(|&x| x as f32));
             let out = G_GLOBALS * dirs.len();
             let Some(got) = launch_with_params(&params, &input, out, dirs.len(), |c, count, dim, p, i, o| {
