@@ -201,7 +201,7 @@ pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
     let x = delta * PI;
     let (sin_x, cos_x) = (sin_pi_small(delta), cos_pi_small(delta));
     let over_sin = 1.0 / sin_x;
-    let (value, cos_nx) = if (1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n) {
+    let (value, cos_nx) = if on_recurrence(n) {
         let (below, at) = chebyshev_u(cos_x, n as usize);
         (below, at - cos_x * below)
     } else {
@@ -213,6 +213,13 @@ pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
         PI * (n * cos_nx - value * cos_x) * over_sin,
         x * cos_nx * over_sin,
     )
+}
+
+/// Whether the lattice sum of N takes Chebyshev's recurrence (whole N from 1 to
+/// [`CHEBYSHEV_MAX_N`]) rather than the platform's sines.
+#[inline]
+pub fn on_recurrence(n: f64) -> bool {
+    (1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n)
 }
 
 /// (U_{k−1}(c), U_k(c)) by U_0 = 1, U_1 = 2c, U_{j+1} = 2c·U_j − U_{j−1} (k ≥ 1).

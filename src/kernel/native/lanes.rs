@@ -11,8 +11,8 @@
 use super::adjoint::{self, LatticePartials};
 use super::inputs::{Params, Row, V3};
 use super::pixel::miller_index;
-use super::real::{is_whole, Real};
-use crate::base::series::{CHEBYSHEV_MAX_N, COS_TAYLOR, SINCG_EPS, SIN_TAYLOR};
+use super::real::Real;
+use crate::base::series::{COS_TAYLOR, SINCG_EPS, SIN_TAYLOR};
 use crate::kernel::job::Switches;
 use std::f64::consts::PI;
 
@@ -65,7 +65,7 @@ pub fn lattice_factors(
 /// [`adjoint::sincg`] of each lane's `h` for one N: (value, ∂/∂h, ∂/∂N) per lane.
 #[inline]
 fn sincg(h: Lanes, n: f64) -> (Lanes, Lanes, Lanes) {
-    if !((1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n)) {
+    if !adjoint::on_recurrence(n) {
         let each = h.map(|h| adjoint::sincg(h, n));
         return (each.map(|e| e.0), each.map(|e| e.1), each.map(|e| e.2));
     }
