@@ -469,13 +469,58 @@ fn print_traces(cfg: &SimConfig, exp: &Experiment, con: &mut Out) -> Result<()> 
 }
 
 /// Every output of one image; `float` writes `-floatfile` (a multi-panel run writes it for all
-/// panels at once).
+/// panels at once). The noise images, whose Poisson draws follow C's random stream one pixel
+/// after another, are drawn and written on a thread of their own while this one writes the
+/// other files; the console reports them in C's order. The first error in that order is
+/// returned.
 fn write_outputs(
     cfg: &SimConfig,
     exp: &Experiment,
     image: &Image,
     stats: Statistics,
     float: bool,
+    con: &mut Out,
+) -> Result<()> {
+    let out = &cfg.output;
+    let fields = smv_fields(exp);
+    let seed = (out.noisefile.is_some() || out.cbf_noisefile.is_some()).then(|| out.seed.unwrap_or_else(time_seed));
+    std::thread::scope(|scope| {
+        let fields = &fields;
+        let noise = seed.map(|seed| scope.spawn(move || write_noise_files(out, exp, image, fields, seed)));
+        write_noiseless_outputs(cfg, exp, image, &stats, float, fields, con)?;
+        if let Some(noise) = noise {
+            let drawn = noise.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            report_noise_files(out, drawn, con)?;
+        }
+        Ok::<_, Error>(())
+    })?;
+    if let Some(nexus) = &out.nexusfile {
+        // the noise image's counts when noise is on (no -nonoise), drawn again from its seed
+        match seed.filter(|_| out.noisefile.is_some()) {
+            Some(seed) => write_nexus_image(nexus, exp, NoisePixels::for_output(exp, image, seed, out), &image.data)?,
+            None => {
+                let scale = int_scale(out.scale, &stats);
+                write_nexus_image(nexus, exp, int_counts(exp, image, scale, out.adc), &image.data)?
+            }
+        }
+        writeln!(
+            con,
+            "writing {} as NeXus NXmx (4-byte integers and floats)",
+            nexus.display()
+        )?;
+    }
+    Ok(())
+}
+
+/// The outputs before the noise images in C's order: the float, integer, miniCBF, PGM, PNG
+/// and NumPy images, each reported on the console once written.
+fn write_noiseless_outputs(
+    cfg: &SimConfig,
+    exp: &Experiment,
+    image: &Image,
+    stats: &Statistics,
+    float: bool,
+    fields: &SmvFields,
     con: &mut Out,
 ) -> Result<()> {
     let out = &cfg.output;
@@ -510,10 +555,9 @@ fn write_outputs(
         g(stats.rms),
         g(stats.rmsd)
     )?;
-    let scale = int_scale(out.scale, &stats);
+    let scale = int_scale(out.scale, stats);
     writeln!(con, "intfile_scale = {}", g(scale))?;
-    let fields = smv_fields(exp);
-    write_smv(&out.intfile, &fields, int_pixels(exp, image, scale, out.adc))?;
+    write_smv(&out.intfile, fields, int_pixels(exp, image, scale, out.adc))?;
     writeln!(con, "writing {} as 2-byte integers", out.intfile.display())?;
     if let Some(cbf) = &out.cbffile {
         // the -intfile counts, not clipped at 65535
@@ -522,7 +566,7 @@ fn write_outputs(
         writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
     }
     if let Some(pgm) = &out.pgmfile {
-        let s = pgm_scale(out.pgmscale, scale, &stats);
+        let s = pgm_scale(out.pgmscale, scale, stats);
         writeln!(con, "pgm_scale = {}", g(s))?;
         write_pgm(pgm, image.fpixels, image.spixels, s, pgm_pixels(exp, image, s))?;
         writeln!(con, "writing {} as 1-byte integers", pgm.display())?;
@@ -541,35 +585,19 @@ fn write_outputs(
             image.fpixels
         )?;
     }
-    let seed = (out.noisefile.is_some() || out.cbf_noisefile.is_some()).then(|| out.seed.unwrap_or_else(time_seed));
-    if let Some(seed) = seed {
-        write_noise_files(out, exp, image, &fields, seed, con)?;
-    }
-    if let Some(nexus) = &out.nexusfile {
-        // the noise image's counts when noise is on (no -nonoise), drawn again from its seed
-        match seed.filter(|_| out.noisefile.is_some()) {
-            Some(seed) => write_nexus_image(nexus, exp, NoisePixels::for_output(exp, image, seed, out), &image.data)?,
-            None => write_nexus_image(nexus, exp, int_counts(exp, image, scale, out.adc), &image.data)?,
-        }
-        writeln!(
-            con,
-            "writing {} as NeXus NXmx (4-byte integers and floats)",
-            nexus.display()
-        )?;
-    }
     Ok(())
 }
 
 /// `-noisefile` and `-cbf_noisefile`: the noise image, drawn from `seed` for each file as it is
-/// written (the same counts each time), so that no file needs it whole.
+/// written (the same counts each time), so that no file needs it whole. Returns the photons and
+/// overloads of the draw.
 fn write_noise_files(
     out: &OutputConfig,
     exp: &Experiment,
     image: &Image,
     fields: &SmvFields,
     seed: i64,
-    con: &mut Out,
-) -> Result<()> {
+) -> Result<(f64, usize)> {
     let draw = || NoisePixels::for_output(exp, image, seed, out);
     let mut drawn = None;
     if let Some(noisefile) = &out.noisefile {
@@ -582,10 +610,13 @@ fn write_noise_files(
         write_cbf_from(cbf, &cbf_header(exp), noisy.by_ref(), image.fpixels, image.spixels)?;
         drawn = Some(noisy);
     }
-    if let Some(noisy) = drawn {
-        let (photons, overloads) = (noisy.photons, noisy.overloads);
-        writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
-    }
+    Ok(drawn.map_or((0.0, 0), |noisy| (noisy.photons, noisy.overloads)))
+}
+
+/// The console lines of the noise images once written: their photons and overloads, then each
+/// file.
+fn report_noise_files(out: &OutputConfig, (photons, overloads): (f64, usize), con: &mut Out) -> Result<()> {
+    writeln!(con, "{photons:.0} photons on noise image ({overloads} overloads)")?;
     if let Some(noisefile) = &out.noisefile {
         writeln!(con, "writing {} as 2-byte integers", noisefile.display())?;
     }

@@ -129,23 +129,33 @@ pub fn write_values<const N: usize>(
     values: impl IntoIterator<Item = [u8; N]>,
     expected: usize,
 ) -> std::io::Result<()> {
-    let mut block = Vec::with_capacity(BUFFER_BYTES);
+    let mut block = vec![0u8; BUFFER_BYTES / N * N];
+    let per_block = block.len() / N;
+    let mut values = values.into_iter();
     let mut count = 0usize;
-    for v in values {
-        block.extend_from_slice(&v);
-        count += 1;
-        if block.len() >= BUFFER_BYTES {
-            w.write_all(&block)?;
-            block.clear();
+    loop {
+        // the slots first, so that no value is drawn without a slot for it
+        let mut filled = 0;
+        for (slot, v) in block.chunks_exact_mut(N).zip(values.by_ref()) {
+            slot.copy_from_slice(&v);
+            filled += 1;
+        }
+        count += filled;
+        if count > expected {
+            break;
+        }
+        w.write_all(&block[..filled * N])?;
+        if filled < per_block {
+            break;
         }
     }
     if count != expected {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("image has {count} pixels, expected {expected}"),
+            format!("image has {} pixels, expected {expected}", count + values.count()),
         ));
     }
-    w.write_all(&block)
+    Ok(())
 }
 
 /// Bytes buffered between the content and the file.
@@ -295,6 +305,30 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// `write_values` writes every value's bytes in order whether the count ends inside a
+    /// block, on a block's edge or is zero, and refuses a count other than the one expected.
+    #[test]
+    fn write_values_writes_each_value_once_in_order_and_checks_the_count() {
+        let per_block = super::BUFFER_BYTES / 4;
+        for n in [0, 1, per_block - 1, per_block, per_block + 1, 3 * per_block + 5] {
+            let values: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+            let mut written = Vec::new();
+            super::write_values(&mut written, values.iter().map(|v| v.to_le_bytes()), n).unwrap();
+            let expected: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert!(written == expected, "{n} values");
+            for wrong in [n + 1, n.saturating_sub(1)].into_iter().filter(|&w| w != n) {
+                let e =
+                    super::write_values(&mut Vec::new(), values.iter().map(|v| v.to_le_bytes()), wrong).unwrap_err();
+                assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+                assert!(
+                    e.to_string()
+                        .contains(&format!("image has {n} pixels, expected {wrong}")),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::backend::PixelKernel;
 use super::job::{HostImage, JobSums, KernelImage, PixelJob};
+use super::native::vjp::{job_vjp, Cotangent};
 use super::native::Real;
 use crate::base::error::Result;
 use crate::experiment::Experiment;
@@ -17,7 +18,7 @@ use crate::scene::Scene;
 use burn::backend::ndarray::{
     FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
 };
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
 use std::sync::Arc;
 
 impl<E: FloatNdArrayElement + Real, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
@@ -80,12 +81,22 @@ where
         if E::dtype() != DType::F64 {
             return Ok(None);
         }
-        // a loss's cotangent is often a broadcast (the backward step of a sum expands one
-        // value): an element-wise operation lays it out in memory, which burn-ndarray then
-        // reads back as one copy instead of element by element (9 ms against 0.2 ms at 512²)
-        let weights = crate::scene::to_host(weights.add_scalar(0.0))?;
-        let sums = super::native::vjp::job_vjp(job, &weights, grid, opts.threads, opts.memory_budget)?;
-        Ok(Some(sums))
+        let run = |w: Cotangent<'_>| job_vjp(job, w, grid, opts.threads, opts.memory_budget).map(Some);
+        // a loss's cotangent is read where it lies: a broadcast one (the backward step of a
+        // sum expands one value) as that value, a laid-out one as its memory
+        let primitive = weights.into_primitive().tensor();
+        if let NdArrayTensor::F64(storage) = &primitive {
+            let view = storage.view();
+            let broadcast = view.shape().iter().zip(view.strides()).all(|(&n, &s)| n <= 1 || s == 0);
+            if let Some(&w) = view.iter().next().filter(|_| broadcast) {
+                return run(Cotangent::Uniform(w));
+            }
+            if let Some(w) = view.as_slice() {
+                return run(Cotangent::PerPixel(w));
+            }
+        }
+        let weights = Tensor::<Self, 2>::from_primitive(TensorPrimitive::Float(primitive));
+        run(Cotangent::PerPixel(&crate::scene::to_host(weights)?))
     }
 
     /// The native reverse pass in f64, pixel by pixel, on `opts.threads` workers.

@@ -33,12 +33,32 @@ const MAX_CHUNKS: usize = 64;
 /// One chunk's sums: the scene variables' `[G_GLOBALS + 12·C]` and the grid's `[nodes]`.
 type ChunkSums = (Vec<f64>, Vec<f64>);
 
+/// ∂L/∂I of a one-shot job's pixels `[spixels·fpixels]`: one value for every pixel (the
+/// cotangent of a sum) or one a pixel, read where it lies.
+#[derive(Debug, Clone, Copy)]
+pub enum Cotangent<'a> {
+    /// The same weight for every pixel.
+    Uniform(f64),
+    /// One weight a pixel, row-major `[spixels·fpixels]`.
+    PerPixel(&'a [f64]),
+}
+
+impl Cotangent<'_> {
+    /// The weight of pixel `pixel` (row-major index).
+    fn at(&self, pixel: usize) -> f64 {
+        match self {
+            Cotangent::Uniform(w) => *w,
+            Cotangent::PerPixel(w) => w[pixel],
+        }
+    }
+}
+
 /// The vector–Jacobian product of the one-shot `job` for weights `weights` (∂L/∂I
 /// `[spixels·fpixels]`; pixels outside the ROI, masked or of weight 0 add nothing), with the
 /// grid's gradient where `grid`, on `threads` workers within about `budget` bytes of
 /// accumulators. C's tricubic fall-back is the job's ([`PixelJob::switch_pixel`], which the
 /// render found).
-pub fn job_vjp(job: &PixelJob, weights: &[f64], grid: bool, threads: usize, budget: usize) -> Result<JobSums> {
+pub fn job_vjp(job: &PixelJob, weights: Cotangent<'_>, grid: bool, threads: usize, budget: usize) -> Result<JobSums> {
     let inp = Inputs::<f64>::new(job);
     let width = at::G_GLOBALS + at::ORIENTATION_WIDTH * inp.per_shot;
     let nodes = match (grid, &inp.grid) {
@@ -64,7 +84,7 @@ pub fn job_vjp(job: &PixelJob, weights: &[f64], grid: bool, threads: usize, budg
             let mut into = vec![0.0; nodes];
             for slow in bound(c)..bound(c + 1) {
                 for fast in inp.cols.clone() {
-                    let w = weights[slow * inp.fpixels + fast];
+                    let w = weights.at(slow * inp.fpixels + fast);
                     if w == 0.0 || !super::is_rendered(&inp, slow, fast) {
                         continue;
                     }
