@@ -454,11 +454,21 @@ pub fn weighted_vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, devic
         .filter(|&p| active.contains(p))
         .map(|p| (p as u32, photons[p]))
         .unzip();
+    drop(photons);
     let (loss, w) = weigh(&pixels, &rendered);
-    let mut weights = vec![0.0f64; image.data.len()];
-    for (&p, w) in pixels.iter().zip(w) {
-        weights[p as usize] = w;
-    }
+    drop(rendered);
+    // the weights of every pixel, in place when every pixel is rendered
+    let weights = match pixels.len() == image.data.len() && w.len() == pixels.len() {
+        true => w,
+        false => {
+            let mut weights = vec![0.0f64; image.data.len()];
+            for (&p, w) in pixels.iter().zip(w) {
+                weights[p as usize] = w;
+            }
+            weights
+        }
+    };
+    drop(pixels);
     let d = &exp.detector;
     let shape = [d.spixels, d.fpixels];
     // the kernels read f32 weights; the native loop f64
