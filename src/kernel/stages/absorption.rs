@@ -143,7 +143,7 @@ mod tests {
                     &input(layer, &dirs),
                     n,
                     n,
-                    |c, count, dim, p, i, o| capture_of_directions::launch::<WgpuRuntime>(c, count, dim, p, i, o),
+                    capture_of_directions::launch::<WgpuRuntime>,
                 ) else {
                     return;
                 };
