@@ -93,6 +93,26 @@ fn read_f32(client: &ComputeClient<WgpuRuntime>, handle: cubecl::server::Handle)
         .collect()
 }
 
+/// Unit vectors spread over the sphere from a fixed-seed generator (Knuth's MMIX linear
+/// congruential constants; points of the unit ball at least 0.1 from its centre, pushed out to
+/// the sphere), rounded to f32 so that an f64 reference sees a kernel's inputs.
+pub(crate) fn unit_directions(seed: u64) -> impl Iterator<Item = [f64; 3]> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    std::iter::from_fn(move || loop {
+        let v = [next(), next(), next()];
+        let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        if n > 0.1 && n <= 1.0 {
+            return Some(v.map(|x| f64::from((x / n) as f32)));
+        }
+    })
+}
+
 /// Arguments spread over [−10⁴, 10⁴], dense near integers and half-integers (nodes and
 /// extrema), and tiny values: f32 values, so the f64 reference sees the same inputs.
 pub(crate) fn arguments() -> Vec<f32> {

@@ -45,7 +45,7 @@ mod tests {
     use super::*;
     use crate::diff::testing::{dev, Ad, B};
     use crate::kernel::stages::vectors::Vec3;
-    use crate::kernel::testing::launch_with_params;
+    use crate::kernel::testing::{launch_with_params, unit_directions};
     use crate::physics::detector as stage;
     use burn::tensor::{Tensor, TensorData};
     use cubecl::wgpu::WgpuRuntime;
@@ -94,26 +94,15 @@ mod tests {
         }
     }
 
-    /// Unit directions on the detector's side (d·o from 0.2 to 1, the normal included) from a
-    /// fixed-seed generator, rounded to f32: the reference sees the kernel's inputs.
+    /// The normal, then unit directions on the detector's side (d·o from 0.2 to 1; f32
+    /// values).
     fn directions() -> Vec<[f64; 3]> {
-        let mut state = 1937u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
-        let mut out = vec![NORMAL];
-        while out.len() < 500 {
-            let v = [next(), next(), next()];
-            let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-            let d = v.map(|x| x / n);
-            if n > 0.1 && n <= 1.0 && d[0] * NORMAL[0] + d[1] * NORMAL[1] + d[2] * NORMAL[2] >= 0.2 {
-                out.push(d);
-            }
-        }
-        out.iter().map(|v| v.map(|x| f64::from(x as f32))).collect()
+        let facing = |d: &[f64; 3]| d[0] * NORMAL[0] + d[1] * NORMAL[1] + d[2] * NORMAL[2] >= 0.2;
+        let normal = NORMAL.map(|x| f64::from(x as f32));
+        std::iter::once(normal)
+            .chain(unit_directions(1937).filter(facing))
+            .take(500)
+            .collect()
     }
 
     /// `params` with Δzμ = `step_mu`, the normal and R at [`PARAMS`].

@@ -80,7 +80,7 @@ mod tests {
     //! (along the beam included) and K from −1 to 1.
     use super::*;
     use crate::diff::testing::{dev, B};
-    use crate::kernel::testing::launch_with_params;
+    use crate::kernel::testing::{launch_with_params, unit_directions};
     use crate::physics::polarization as stage;
     use burn::tensor::{Tensor, TensorData};
     use cubecl::wgpu::WgpuRuntime;
@@ -126,25 +126,13 @@ mod tests {
         }
     }
 
-    /// Unit directions from a fixed-seed generator, and the beam's own direction.
+    /// The beam's own direction, then unit directions all around (f32 values).
     fn directions(incident: [f64; 3]) -> Vec<[f64; 3]> {
-        let mut state = 2024u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
-        let mut out = vec![incident];
-        while out.len() < 4000 {
-            let v = [next(), next(), next()];
-            let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-            if n > 0.1 && n <= 1.0 {
-                out.push([v[0] / n, v[1] / n, v[2] / n]);
-            }
-        }
-        // rounded to f32 first: the reference sees the kernel's inputs
-        out.iter().map(|v| v.map(|x| f64::from(x as f32))).collect()
+        let incident = incident.map(|x| f64::from(x as f32));
+        std::iter::once(incident)
+            .chain(unit_directions(2024))
+            .take(4000)
+            .collect()
     }
 
     /// A source row (the beam's direction, E_in, B_in), then K at [`SOURCE_WIDTH`].
