@@ -1,5 +1,8 @@
 //! Running a small test kernel on the wgpu device (llvmpipe without a GPU).
 
+use crate::kernel::layout::G_GLOBALS;
+use crate::kernel::stages::detector::Ray;
+use crate::kernel::stages::vectors::Vec3;
 use cubecl::prelude::*;
 use cubecl::wgpu::{WgpuDevice, WgpuRuntime};
 
@@ -91,6 +94,25 @@ fn read_f32(client: &ComputeClient<WgpuRuntime>, handle: cubecl::server::Handle)
     out.chunks_exact(4)
         .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
+}
+
+/// A ray along the unit direction `d` with air path `r` (m) and detector coordinates 0: the
+/// sample position is pix0 = r·d, so an adjoint's ∂/∂d reaches the scene's pix0 alone.
+#[cube]
+pub(crate) fn ray_from_pix0(d: Vec3, r: f32) -> Ray {
+    Ray {
+        coords: Vec3 { x: 0.0, y: 0.0, z: 0.0 },
+        d,
+        r,
+    }
+}
+
+/// Invocation `i`'s [`G_GLOBALS`] accumulators `acc` into `output[i·G_GLOBALS..]`.
+#[cube]
+pub(crate) fn store_globals(acc: &Array<f32>, output: &mut Array<f32>, i: usize) {
+    for k in 0..G_GLOBALS {
+        output[i * G_GLOBALS + k] = acc[k];
+    }
 }
 
 /// Unit vectors spread over the sphere from a fixed-seed generator (Knuth's MMIX linear

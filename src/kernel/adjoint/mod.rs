@@ -50,3 +50,5 @@ pub(crate) mod terms;
 
 pub use pixel_path::{pixel_derivatives, pixel_vjp};
 pub use reduce::sum_partials;
+#[cfg(test)]
+pub(crate) use reduce::zero;

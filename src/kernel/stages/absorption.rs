@@ -44,8 +44,8 @@ mod tests {
     //! and several Δzμ.
     use super::*;
     use crate::diff::testing::{dev, Ad, B};
-    use crate::kernel::stages::vectors::Vec3;
-    use crate::kernel::testing::{launch_with_params, unit_directions};
+    use crate::kernel::adjoint::zero;
+    use crate::kernel::testing::{launch_with_params, ray_from_pix0, store_globals, unit_directions};
     use crate::physics::detector as stage;
     use burn::tensor::{Tensor, TensorData};
     use cubecl::wgpu::WgpuRuntime;
@@ -79,18 +79,10 @@ mod tests {
         let i = ABSOLUTE_POS;
         if (i + 1) * G_GLOBALS <= output.len() {
             let mut acc = Array::<f32>::new(G_GLOBALS);
-            for k in 0..G_GLOBALS {
-                acc[k] = 0.0;
-            }
-            let ray = Ray {
-                coords: Vec3 { x: 0.0, y: 0.0, z: 0.0 },
-                d: load3(input, 1 + 3 * i),
-                r: params[PARAMS],
-            };
+            zero(&mut acc, G_GLOBALS);
+            let ray = ray_from_pix0(load3(input, 1 + 3 * i), params[PARAMS]);
             capture_fraction_adjoint(params, &mut acc, ray, input[0], 1.0, sw);
-            for k in 0..G_GLOBALS {
-                output[i * G_GLOBALS + k] = acc[k];
-            }
+            store_globals(&acc, output, i);
         }
     }
 
@@ -114,6 +106,7 @@ mod tests {
         p
     }
 
+    /// The test kernels' input: the layer t, then the directions.
     fn input(layer: f64, dirs: &[[f64; 3]]) -> Vec<f32> {
         std::iter::once(layer as f32)
             .chain(dirs.iter().flatten().map(|&x| x as f32))

@@ -80,7 +80,8 @@ mod tests {
     //! (along the beam included) and K from −1 to 1.
     use super::*;
     use crate::diff::testing::{dev, B};
-    use crate::kernel::testing::{launch_with_params, unit_directions};
+    use crate::kernel::adjoint::zero;
+    use crate::kernel::testing::{launch_with_params, ray_from_pix0, store_globals, unit_directions};
     use crate::physics::polarization as stage;
     use burn::tensor::{Tensor, TensorData};
     use cubecl::wgpu::WgpuRuntime;
@@ -102,18 +103,10 @@ mod tests {
         let i = ABSOLUTE_POS;
         if (i + 1) * G_GLOBALS <= output.len() {
             let mut acc = Array::<f32>::new(G_GLOBALS);
-            for k in 0..G_GLOBALS {
-                acc[k] = 0.0;
-            }
-            let ray = Ray {
-                coords: Vec3 { x: 0.0, y: 0.0, z: 0.0 },
-                d: load3(input, SOURCE_WIDTH + 1 + 3 * i),
-                r: params[PARAMS],
-            };
+            zero(&mut acc, G_GLOBALS);
+            let ray = ray_from_pix0(load3(input, SOURCE_WIDTH + 1 + 3 * i), params[PARAMS]);
             kahn_factor_adjoint(input, params, &mut acc, 0, ray, 1.0, sw);
-            for k in 0..G_GLOBALS {
-                output[i * G_GLOBALS + k] = acc[k];
-            }
+            store_globals(&acc, output, i);
         }
     }
 
