@@ -7,20 +7,30 @@
 //! [`physics`] stages (pure functions generic over the burn backend) composed by
 //! [`render::render`] over chunks of pixels → [`render::Image`].
 
+#[cfg(test)]
+extern crate self as nanobragg;
+
 #[cfg(feature = "app")]
 pub mod app;
-pub mod base;
+pub(crate) mod base;
 pub mod config;
-pub mod diff;
+pub(crate) mod diff;
 pub mod engine;
 pub mod experiment;
 pub mod gradients;
 pub mod io;
-pub mod kernel;
+pub(crate) mod kernel;
+/// The tensor stages: public with the `stages` feature (the stage benchmarks, stages of your
+/// own), the crate's own otherwise.
+#[cfg(feature = "stages")]
 pub mod physics;
+#[cfg(not(feature = "stages"))]
+pub(crate) mod physics;
 pub mod refine;
 pub mod render;
-pub mod scene;
+pub(crate) mod scene;
+#[cfg(test)]
+mod tests;
 
 pub use base::error::{Error, Result};
 pub use base::gpu::{gpu_adapters, select_gpu, Adapter};

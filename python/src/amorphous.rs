@@ -5,8 +5,8 @@
 use crate::arrays;
 use crate::errors::{detached, value_error};
 use crate::flags;
+use nanobragg::app::nonbragg::StolCurve;
 use nanobragg::io::stol::{read_stol as read_table, StolUnits};
-use nanobragg::physics::amorphous::StolCurve;
 use numpy::{AllowTypeChange, IntoPyArray, PyArrayLikeDyn};
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};

@@ -178,7 +178,7 @@ impl BackendTask for ImageValuesAt<'_> {
         let At { cfg, exp, values, .. } = self.0;
         let mut sim = Simulator::<B>::from_experiment(cfg, exp.clone(), device)?;
         sim.params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
-        nanobragg::scene::to_host(sim.forward())
+        nanobragg::engine::to_host(sim.forward())
     }
 }
 

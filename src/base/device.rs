@@ -6,7 +6,7 @@ use burn::tensor::DType;
 
 /// Fix the CPU device's default float dtype once per process; asking for another one later
 /// fails (it would silently compute in the first one). The CPU engines and the host's
-/// evaluation of a GPU simulator's scene ([`crate::kernel::images_at`], f64) ask for it.
+/// evaluation of a GPU simulator's scene ([`crate::kernel::launch::images_at`], f64) ask for it.
 pub(crate) fn init_cpu_dtype<B: Backend>(device: &B::Device, dtype: DType) -> std::result::Result<(), String> {
     static CHOSEN: std::sync::OnceLock<DType> = std::sync::OnceLock::new();
     let chosen = *CHOSEN.get_or_init(|| {

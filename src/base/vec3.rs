@@ -50,13 +50,6 @@ pub fn unitize(a: Vec3) -> (Vec3, f64) {
     }
 }
 
-/// Rescale `a` to length `len` (a zero vector is treated as having length 1, as C).
-pub fn rescale(a: Vec3, len: f64) -> Vec3 {
-    let m = norm(a);
-    let m = if m <= 0.0 { 1.0 } else { m };
-    scale(a, len / m)
-}
-
 /// v' = Rz(rz)·Ry(ry)·Rx(rx)·v (rad); an axis with an angle of exactly 0 is skipped.
 pub fn rotate_xyz(v: Vec3, rx: f64, ry: f64, rz: f64) -> Vec3 {
     let [mut x, mut y, mut z] = v;
@@ -96,6 +89,7 @@ pub fn rotate_axis(v: Vec3, axis: Vec3, phi: f64) -> Vec3 {
 pub type Mat3 = [[f64; 3]; 3];
 
 /// The identity matrix.
+#[cfg(test)]
 pub const IDENTITY: Mat3 = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
 
 /// `M·v`.
@@ -104,6 +98,7 @@ pub fn mat_vec(m: &Mat3, v: Vec3) -> Vec3 {
 }
 
 /// `A·B`.
+#[cfg(test)]
 pub fn mat_mul(a: &Mat3, b: &Mat3) -> Mat3 {
     let mut out = [[0.0; 3]; 3];
     for (i, row) in out.iter_mut().enumerate() {
@@ -115,6 +110,7 @@ pub fn mat_mul(a: &Mat3, b: &Mat3) -> Mat3 {
 }
 
 /// Rotation matrix of Rodrigues' formula: `axis_rotation(u, φ)·v == rotate_axis(v, u, φ)`.
+#[cfg(test)]
 pub fn axis_rotation(axis: Vec3, phi: f64) -> Mat3 {
     let cols = [
         rotate_axis([1.0, 0.0, 0.0], axis, phi),

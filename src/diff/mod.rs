@@ -9,7 +9,7 @@
 //! evaluates them on parameter tensors for the differentiable scene. Constants are created on
 //! the device and in the dtype of the parameters they meet. Tests compare the result with the
 //! geometry C printed (`tests/integration/geometry.rs`) and with the reference's geometry
-//! built from scalar rotations (`tests/integration/diff_geometry.rs`, the unit tests here).
+//! built from scalar rotations (`src/tests/diff_geometry.rs`, the unit tests here).
 //!
 //! Units: lengths in metres except where noted (the crystal cell in Å, reciprocal vectors in
 //! Å⁻¹, as the host), angles in radians. Vectors are `[3]` tensors, rotation matrices `[3, 3]`

@@ -41,6 +41,8 @@ use crate::gradients::derivative::DerivativeImage;
 use crate::gradients::{fixed_weights, At, ParamGradient};
 use crate::kernel::PixelKernel;
 use crate::render::{Image, RenderOptions};
+/// A tensor's values on the host, as f64 (an image from [`Simulator::forward`], say).
+pub use crate::scene::to_host;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::tensor::DType;
 use render::{render, render_batch};

@@ -6,14 +6,14 @@
 //! from here as tensors.
 
 pub mod args;
-pub mod crystal;
-pub mod detector;
+pub(crate) mod crystal;
+pub(crate) mod detector;
 pub mod panels;
-pub mod pixels;
+pub(crate) mod pixels;
 mod resolve;
-pub mod resources;
-pub mod sampling;
-pub mod sources;
+pub(crate) mod resources;
+pub(crate) mod sampling;
+pub(crate) mod sources;
 
 use crate::base::error::{Error, Result};
 use crate::base::vec3::{norm, Mat3};

@@ -17,7 +17,7 @@ use crate::base::error::{Error, Result};
 use crate::config::components::{ParamComponent, COMPONENTS};
 use crate::config::SimConfig;
 use crate::experiment::Experiment;
-use crate::render::drive::{drive, Chunk, Rendered, Workers};
+use crate::render::drive::{drive, Chunk, Rendered};
 use crate::render::{chunk_intensity_probed, derivative_spans, Image, RenderOptions};
 use crate::scene::params::Params;
 pub use crate::scene::probe::{Probe, SceneTangents};
@@ -315,7 +315,7 @@ pub fn derivative_images_at<AB: AutodiffBackend>(
     };
     let fell_back = drive(
         &spans,
-        Workers::Pool(opts.threads),
+        opts.threads,
         exp.structure_factors.interpolate,
         || (),
         work,

@@ -21,7 +21,7 @@ pub mod derivative;
 use crate::base::error::{Error, Result};
 use crate::config::SimConfig;
 use crate::experiment::Experiment;
-use crate::render::drive::{drive, Chunk, InOrder, Rendered, Workers};
+use crate::render::drive::{drive, Chunk, InOrder, Rendered};
 use crate::render::{chunk_intensity, gradient_spans, Image, RenderOptions};
 use crate::scene::params::Params;
 use crate::scene::{tensor2, to_host, to_host_shared, Scene, SceneTensors};
@@ -266,7 +266,7 @@ pub fn scene_vjp<B: AutodiffBackend>(
     };
     let fell_back = drive(
         &spans,
-        Workers::Pool(opts.threads),
+        opts.threads,
         exp.structure_factors.interpolate,
         || (),
         work,

@@ -16,8 +16,8 @@
 //!   on its tensor, so it flows on into the caller's graph.
 //!
 //! The image is the kernel's or the loop's; its gradients are the kernel's adjoint (equal to
-//! the tensor stages' to f32 precision, `tests/integration/kernel_vjp.rs`), the loop's
-//! reverse pass (to f64 rounding, `tests/integration/native_vjp.rs`) or the tensor stages'
+//! the tensor stages' to f32 precision, `src/tests/kernel_vjp.rs`), the loop's
+//! reverse pass (to f64 rounding, `src/tests/native_vjp.rs`) or the tensor stages'
 //! own. The
 //! fall-back runs autodiff of its own, on worker threads, inside the caller's backward pass:
 //! the vendored burn-autodiff runs no step under a lock (`vendor/README.md`).

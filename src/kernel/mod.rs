@@ -16,7 +16,7 @@
 //!   native loop; autodiff renders a simulator's parameters with its inner backend's kernel).
 //! * [`render`]: images from one launch, on any backend that has the kernel.
 //!
-//! The tensor stages (`src/render/mod.rs`) stay the reference; `tests/integration/kernel.rs`
+//! The tensor stages (`src/render/mod.rs`) stay the reference; `src/tests/kernel.rs`
 //! holds the two against each other and against C.
 
 #[cfg(feature = "gpu")]
@@ -47,6 +47,4 @@ mod testing;
 pub mod trig;
 pub mod vjp;
 
-pub use backend::{KernelInputs, KernelOutputs, KernelShape, PixelKernel, VjpShape};
-pub use job::{HostImage, JobSums, KernelImage, PixelJob, Switches};
-pub use launch::{images_at, job_image, render, runs_on};
+pub use backend::PixelKernel;

@@ -13,7 +13,7 @@ use crate::config::SimConfig;
 use crate::diff::host::Host;
 use crate::experiment::{Experiment, R_E_SQR};
 use crate::gradients::derivative::{self, DerivativeImage};
-use crate::gradients::{fixed_weights, scene_to_params, At, ChunkWeights, ParamGradient, Vjp};
+use crate::gradients::{scene_to_params, At, ChunkWeights, ParamGradient, Vjp};
 use crate::render::{Image, RenderOptions};
 use crate::scene::params::Params;
 use crate::scene::{tensor2, to_host, Scene, SceneTensors};
@@ -243,13 +243,14 @@ fn row_incidents(job: &PixelJob) -> Vec<[f64; 3]> {
 /// parameter of [`Params::new`], by the kernels on `device` ([`weighted_vjp`] with the
 /// weights `weights`, fast-major over the detector; `None` = all ones):
 /// [`crate::gradients::image_vjp`]'s fast path on a GPU. `None` where [`weighted_vjp`] is.
+#[cfg(test)]
 pub fn image_vjp<B: PixelKernel>(
     cfg: &SimConfig,
     exp: &Experiment,
     weights: Option<&[f32]>,
     device: &B::Device,
 ) -> Result<Option<(Image, Vec<ParamGradient>)>> {
-    let weigh = fixed_weights(exp, weights)?;
+    let weigh = crate::gradients::fixed_weights(exp, weights)?;
     let opts = RenderOptions::default();
     let at = At {
         cfg,

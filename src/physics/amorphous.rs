@@ -13,6 +13,7 @@
 //! sinθ/λ exactly.
 
 use crate::io::stol::{StolTable, StolUnits};
+#[cfg(any(test, feature = "stages"))]
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
 /// A `.stol` table as C interpolates it: sinθ/λ (m⁻¹) strictly increasing, with two guard
@@ -160,6 +161,7 @@ pub fn polint(xa: &[f64], ya: &[f64], x: f64) -> f64 {
 /// F(sinθ/λ) `[R, S]` (electrons) from sinθ/λ `[R, S]` (m⁻¹): C's interpolated value, with
 /// ∂F/∂(sinθ/λ) the cubic's slope. The values come from the host in f64 (the table's guard
 /// points are out of f32's range), so F is C's on every backend.
+#[cfg(any(test, feature = "stages"))]
 pub fn structure_factor<B: Backend>(stol: Tensor<B, 2>, curve: &StolCurve) -> Tensor<B, 2> {
     let shape = stol.dims();
     let device = stol.device();
@@ -173,6 +175,7 @@ pub fn structure_factor<B: Backend>(stol: Tensor<B, 2>, curve: &StolCurve) -> Te
 /// Background intensity per sample `[R, 1]` (electrons²·sr): Σ_s sign(F)·F²·P·w_s·ω·capture.
 ///
 /// `f` and `polar` `[R, S]`, `omega` and `capture` `[R, 1]`, `weights` `[1, S]`.
+#[cfg(any(test, feature = "stages"))]
 pub fn amorphous_intensity<B: Backend>(
     f: Tensor<B, 2>,
     polar: Tensor<B, 2>,

@@ -144,7 +144,9 @@ pub fn solid_angle<B: Backend>(
 /// Fraction of photons absorbed in sensor layer t `[R, 1]` (layer index as a float):
 /// exp(−t·Δz·μ/ρ) − exp(−(t+1)·Δz·μ/ρ) with parallax ρ = d·o.
 ///
-/// `directions` `[R, 3]`; `odet` `[3, 1]`; `step` Δz (m); `mu` (1/m).
+/// `directions` `[R, 3]`; `odet` `[3, 1]`; `step` Δz (m); `mu` (1/m). (The render takes
+/// [`capture_fraction_at`] of the parallax it has already formed.)
+#[cfg(any(test, feature = "stages"))]
 pub fn capture_fraction<B: Backend>(
     directions: impl Into<SampleVectors<B>>,
     odet: Tensor<B, 2>,

@@ -2,7 +2,7 @@
 //! a chunk, in the layout that makes their small products cheap on the backend at hand.
 
 use super::{project, project_minus, with_partials};
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use burn::tensor::{backend::Backend, Tensor};
 
 /// R vectors of 3 components (m for positions, dimensionless for directions).
 ///
@@ -27,7 +27,9 @@ impl<B: Backend> From<Tensor<B, 2>> for SampleVectors<B> {
 impl<B: Backend> SampleVectors<B> {
     /// Host vectors `[R·3]` (x, y, z of each sample in turn), uploaded in the layout for the
     /// device: components under autodiff, rows otherwise.
+    #[cfg(test)]
     pub fn from_host(v: Vec<f64>, device: &B::Device) -> Self {
+        use burn::tensor::TensorData;
         let r = v.len() / 3;
         if !B::ad_enabled(device) {
             return Self::Rows(Tensor::from_data(TensorData::new(v, [r, 3]), device));

@@ -10,11 +10,7 @@ use crate::base::error::Result;
 use crate::base::vec3::{cross, dot, rotate_axis, scale, unitize, Vec3};
 use crate::config::AmorphousConfig;
 use crate::experiment::{Experiment, AVOGADRO, R_E_SQR};
-use crate::physics::amorphous::{amorphous_intensity, structure_factor, StolCubics, StolCurve};
-use crate::physics::detector::{diffracted_directions, solid_angle};
-use crate::physics::polarization::kahn_factor_tensor;
-use crate::physics::scattering::{cos_two_theta, stol};
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use crate::physics::amorphous::{StolCubics, StolCurve};
 use rayon::prelude::*;
 
 /// nonBragg's sample width and height before the beam clips them (m).
@@ -351,61 +347,6 @@ fn pixel(scene: &BackgroundScene, fast: usize, slow: usize, hint: &mut usize) ->
         false => (intensity * scene.r_e_sqr * scene.fluence * scene.molecules / scene.steps() as f64) as f32,
     };
     (value, omega_sum, at)
-}
-
-/// The background of the samples at lab `positions` `[R, 3]` (m), photons per sample
-/// `[R, 1]` before the average over a pixel's samples: Σ_s sign(F)·F²·P·ω·w_s ×
-/// `amount` `[1, 1]` (r_e²·fluence·molecules), F taken from the curve at sinθ/λ and scaled by
-/// `f_scale` `[1, 1]`. `close_distance` `[1, 1]` (m) enters ω. Gradients reach the positions,
-/// the close distance, the amount and the scale.
-pub fn background_samples<B: Backend>(
-    scene: &BackgroundScene,
-    positions: Tensor<B, 2>,
-    close_distance: Tensor<B, 2>,
-    amount: Tensor<B, 2>,
-    f_scale: Tensor<B, 2>,
-) -> Tensor<B, 2> {
-    let device = positions.device();
-    let r = positions.dims()[0];
-    let (directions, airpath) = diffracted_directions(positions);
-    let directions = directions.rows();
-    let omega = solid_angle(airpath, scene.pixel, close_distance, scene.point_pixel);
-    let s = scene.sources.len();
-    let row = |v: Vec<f64>| Tensor::<B, 2>::from_data(TensorData::new(v, [1, s]), &device);
-    let incident_t = Tensor::<B, 2>::from_data(
-        TensorData::new(
-            scene.sources.iter().flat_map(|x| x.incident).collect::<Vec<_>>(),
-            [s, 3],
-        ),
-        &device,
-    )
-    .transpose();
-    let cos2 = cos_two_theta(directions.clone(), incident_t);
-    let inv_lambda = row(scene.sources.iter().map(|x| 1.0 / x.lambda).collect());
-    let f = structure_factor(stol(cos2.clone(), inv_lambda), &scene.curve) * f_scale;
-    let polar = match scene.polarization {
-        None => Tensor::<B, 2>::ones([r, s], &device),
-        Some((kahn, axis)) => {
-            let frames: Vec<(Vec3, Vec3)> = scene
-                .sources
-                .iter()
-                .map(|x| {
-                    let b_in = unitize(cross(axis, x.incident)).0;
-                    (unitize(cross(x.incident, b_in)).0, b_in)
-                })
-                .collect();
-            let basis = |pick: fn(&(Vec3, Vec3)) -> Vec3| {
-                let v: Vec<f64> = frames.iter().flat_map(pick).collect();
-                Tensor::<B, 2>::from_data(TensorData::new(v, [s, 3]), &device).transpose()
-            };
-            let e_proj = directions.clone().matmul(basis(|x| x.0));
-            let b_proj = directions.matmul(basis(|x| x.1));
-            kahn_factor_tensor(cos2, e_proj, b_proj, Tensor::from_data([[kahn]], &device))
-        }
-    };
-    let weights = row(scene.sources.iter().map(|x| x.weight).collect());
-    let ones = Tensor::<B, 2>::ones([r, 1], &device);
-    amorphous_intensity(f, polar, omega, ones, weights) * amount
 }
 
 #[cfg(test)]

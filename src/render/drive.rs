@@ -24,16 +24,6 @@ pub struct Chunk {
     pub tricubic: bool,
 }
 
-/// Where the workers run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Workers {
-    /// On the caller's thread, one span after another (the backend may still parallelise
-    /// inside each operation).
-    Caller,
-    /// On a pool of this many threads (see [`crate::base::workers`]).
-    Pool(usize),
-}
-
 /// A chunk's result, as `work` returns it: its value and whether interpolation met an
 /// out-of-range point in it.
 pub struct Rendered<T> {
@@ -44,10 +34,11 @@ pub struct Rendered<T> {
 /// Run `work` over every span of `spans` and hand each final result to `fold`; returns whether
 /// interpolation fell back to nearest neighbour (C's warning). `init` makes each worker's own
 /// state (its scene tensors, say); `interpolate` is whether the run starts with tricubic
-/// interpolation. The first error stops the workers and is returned.
+/// interpolation. The workers are a pool of `threads` threads ([`crate::base::workers`]). The
+/// first error stops the workers and is returned.
 pub fn drive<W, T: Send>(
     spans: &Spans,
-    workers: Workers,
+    threads: usize,
     interpolate: bool,
     init: impl Fn() -> W + Sync,
     work: impl Fn(&mut W, Chunk) -> Result<Rendered<T>> + Sync,
@@ -55,12 +46,8 @@ pub fn drive<W, T: Send>(
     progress: Option<&Progress>,
 ) -> Result<bool> {
     let n = spans.len();
-    drive_with(spans, interpolate, init, work, fold, progress, |worker| match workers {
-        Workers::Caller => {
-            worker();
-            Ok(())
-        }
-        Workers::Pool(threads) => crate::base::workers::run(threads.clamp(1, n.max(1)), worker).map(drop),
+    drive_with(spans, interpolate, init, work, fold, progress, |worker| {
+        crate::base::workers::run(threads.clamp(1, n.max(1)), worker).map(drop)
     })
 }
 
@@ -201,6 +188,7 @@ impl<T> InOrder<T> {
     }
 
     /// Whether every value pushed so far has been passed on.
+    #[cfg(test)]
     pub fn is_drained(&self) -> bool {
         self.early.is_empty()
     }
@@ -298,7 +286,7 @@ mod tests {
             let folded = Mutex::new(Vec::new());
             let fell_back = drive(
                 &spans,
-                Workers::Pool(threads),
+                threads,
                 interpolate,
                 || (),
                 |_, c| Ok(Rendered { value: c.tricubic, out_of_range: c.tricubic && hits[c.index] }),
@@ -342,7 +330,7 @@ mod tests {
         let spans = ActivePixels::new(100, 1, &roi, None).spans(1);
         let r = drive(
             &spans,
-            Workers::Pool(2),
+            2,
             false,
             || (),
             |_, c| match c.index {

@@ -7,18 +7,18 @@
 //! is split into blocks when needed, so memory is bounded by the budget, not by the number of
 //! sources, φ steps or mosaic domains.
 
-pub mod amorphous;
+pub(crate) mod amorphous;
 pub mod detector;
-pub mod drive;
-pub mod finite;
+pub(crate) mod drive;
+pub(crate) mod finite;
 pub mod image;
 pub mod nexus;
 pub mod noise;
 pub mod options;
 pub mod output;
-pub mod plan;
-pub mod scenes;
-pub mod stages;
+pub(crate) mod plan;
+pub(crate) mod scenes;
+pub(crate) mod stages;
 pub mod trace;
 
 pub use drive::Progress;
@@ -31,7 +31,7 @@ use crate::base::error::Result;
 use crate::experiment::Experiment;
 use crate::scene::{to_host, Scene, SceneTensors};
 use burn::tensor::{backend::Backend, Tensor};
-use drive::{drive, Rendered, Workers};
+use drive::{drive, Rendered};
 use stages::scalar;
 
 /// [`PixelKernel::render`]'s default: the images of `scene` (one shot or a batch,
@@ -79,7 +79,7 @@ fn render_shots<B: Backend>(
         (0..if on_device { spans.len() } else { 0 }).map(|_| None).collect();
     let fell_back = drive(
         &spans,
-        Workers::Pool(opts.threads),
+        opts.threads,
         exp.structure_factors.interpolate,
         make,
         |st, chunk| {

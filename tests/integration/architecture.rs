@@ -87,6 +87,28 @@ fn the_check_finds_an_upward_import_and_a_circle() {
         file("engine/mod.rs", "pub struct Engine;\n"),
     ];
     assert_eq!(check(&test_only), Vec::<String>::new());
+    // and so may the files of a test module's folder, which are in no layer
+    let test_folder = [
+        file(
+            "lib.rs",
+            "pub mod physics;\npub mod engine;\n#[cfg(test)]\nmod tests;\n",
+        ),
+        file("tests/mod.rs", "mod kernel;\n"),
+        file("tests/kernel.rs", "use crate::engine::Engine;\n"),
+        file("physics/mod.rs", ""),
+        file("engine/mod.rs", "pub struct Engine;\n"),
+    ];
+    assert_eq!(check(&test_folder), Vec::<String>::new());
+    // a folder that is not a test module's stays checked
+    let not_tests = [
+        file("lib.rs", "pub mod physics;\npub mod engine;\n"),
+        file("physics/mod.rs", "mod kernel;\n"),
+        file("physics/kernel.rs", "use crate::engine::Engine;\n"),
+        file("engine/mod.rs", "pub struct Engine;\n"),
+    ];
+    assert!(check(&not_tests)
+        .iter()
+        .any(|p| p.contains("physics::kernel -> engine")));
 }
 
 /// Every `.rs` file under `dir` as (path relative to `root`, text).
@@ -108,7 +130,7 @@ fn check(files: &[(String, String)]) -> Vec<String> {
     let test_files = test_module_files(files);
     let modules: Vec<Module> = files
         .iter()
-        .filter(|(f, _)| !f.starts_with("bin/") && !test_files.contains(f))
+        .filter(|(f, _)| !f.starts_with("bin/") && !is_test_file(f, &test_files))
         .map(|(f, text)| Module {
             path: module_path(f),
             file: f.clone(),
@@ -159,6 +181,14 @@ fn module_path(f: &str) -> Vec<String> {
 fn layer(m: &str) -> usize {
     let top = m.split("::").next().unwrap_or("");
     LAYERS.iter().position(|l| *l == top).unwrap_or(0)
+}
+
+/// Whether file `f` is test code: a file of [`test_module_files`], or any file in the folder
+/// of one (`tests/mod.rs` makes `tests/kernel.rs` test code).
+fn is_test_file(f: &str, test_files: &BTreeSet<String>) -> bool {
+    test_files
+        .iter()
+        .any(|t| t == f || t.strip_suffix("mod.rs").is_some_and(|dir| f.starts_with(dir)))
 }
 
 /// The files of modules declared under a `#[cfg(... test ...)]` attribute (`mod tests;`).

@@ -12,7 +12,6 @@
 
 use crate::common;
 
-use nanobragg::base::vec3::{add, scale};
 use nanobragg::io::cbf::read_cbf;
 use nanobragg::io::nexus::frame::LabToNexus;
 use nanobragg::io::raw::read_float_image;
@@ -371,4 +370,14 @@ fn a_shot_run_over_panels_stacks_shots_and_panels() {
             .collect();
         assert_eq!(got, want, "shot {shot} at stack index {k}");
     }
+}
+
+/// a + b.
+fn add(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+
+/// v·k.
+fn scale(v: [f64; 3], k: f64) -> [f64; 3] {
+    v.map(|x| x * k)
 }

@@ -5,7 +5,6 @@
 use crate::common;
 
 use nanobragg::app::shots::list::{parse_shot_list, random_shots, validate};
-use nanobragg::base::vec3::rotate_xyz;
 use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -622,13 +621,37 @@ fn misset_rotation(args: &[String]) -> [f64; 3] {
     [deg[0], deg[1], deg[2]]
 }
 
+/// `v` rotated about x by `rx`, then about y by `ry`, then about z by `rz` (rad): how the
+/// simulator applies `-misset` (C's `rotate`).
+fn rotate_xyz(v: [f64; 3], rx: f64, ry: f64, rz: f64) -> [f64; 3] {
+    let [x, y, z] = v;
+    let (s, c) = rx.sin_cos();
+    let (y, z) = (y * c - z * s, y * s + z * c);
+    let (s, c) = ry.sin_cos();
+    let (x, z) = (x * c + z * s, -x * s + z * c);
+    let (s, c) = rz.sin_cos();
+    [x * c - y * s, x * s + y * c, z]
+}
+
+/// `v` rotated by `angle` (rad) about the unit `axis` (Rodrigues).
+fn rotate_about(v: [f64; 3], k: [f64; 3], angle: f64) -> [f64; 3] {
+    let (s, c) = angle.sin_cos();
+    let kv = k[0] * v[0] + k[1] * v[1] + k[2] * v[2];
+    let kxv = [
+        k[1] * v[2] - k[2] * v[1],
+        k[2] * v[0] - k[0] * v[2],
+        k[0] * v[1] - k[1] * v[0],
+    ];
+    [0, 1, 2].map(|i| v[i] * c + kxv[i] * s + k[i] * kv * (1.0 - c))
+}
+
 /// cos θ of the rotated z axis, its azimuth, and the rotation angle of the whole rotation, for
-/// rotations given as -misset angles (deg), applied as the simulator applies them.
-fn orientation_statistics(angles: &[[f64; 3]]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let rtd = 180.0 / std::f64::consts::PI;
+/// rotations given by `rotate`, a function that turns a vector.
+fn orientation_statistics_of(
+    rotations: impl Iterator<Item = Box<dyn Fn([f64; 3]) -> [f64; 3]>>,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut cos_t, mut azimuth, mut omega) = (vec![], vec![], vec![]);
-    for a in angles {
-        let r = |v| rotate_xyz(v, a[0] / rtd, a[1] / rtd, a[2] / rtd);
+    for r in rotations {
         let (x, y, z) = (r([1.0, 0.0, 0.0]), r([0.0, 1.0, 0.0]), r([0.0, 0.0, 1.0]));
         cos_t.push(z[2]);
         azimuth.push(z[1].atan2(z[0]));
@@ -637,6 +660,15 @@ fn orientation_statistics(angles: &[[f64; 3]]) -> (Vec<f64>, Vec<f64>, Vec<f64>)
         omega.push(((trace - 1.0) / 2.0).clamp(-1.0, 1.0).acos());
     }
     (cos_t, azimuth, omega)
+}
+
+/// [`orientation_statistics_of`] rotations given as -misset angles (deg), applied as the
+/// simulator applies them.
+fn orientation_statistics(angles: &[[f64; 3]]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let rad = std::f64::consts::PI / 180.0;
+    orientation_statistics_of(angles.iter().map(|&a| -> Box<dyn Fn([f64; 3]) -> [f64; 3]> {
+        Box::new(move |v| rotate_xyz(v, a[0] * rad, a[1] * rad, a[2] * rad))
+    }))
 }
 
 #[test]
@@ -675,16 +707,11 @@ fn random_orientations_are_uniform_over_so3() {
     );
     // and the classic axis-angle mistake: a uniform axis with a uniform angle in [0, π]
     let u = common::uniform(3 * n, 0.0, 1.0, 10);
-    let naive: Vec<[f64; 3]> = u
-        .chunks(3)
-        .map(|c| {
-            let (z, phi, angle) = (2.0 * c[0] - 1.0, 2.0 * pi * c[1], pi * c[2]);
-            let r = (1.0 - z * z).sqrt();
-            let m = nanobragg::base::vec3::axis_rotation([r * phi.cos(), r * phi.sin(), z], angle);
-            nanobragg::base::rng::umat_to_misset(&m).map(f64::to_degrees)
-        })
-        .collect();
-    let (_, _, omega_n) = orientation_statistics(&naive);
+    let (_, _, omega_n) = orientation_statistics_of(u.chunks(3).map(|c| -> Box<dyn Fn([f64; 3]) -> [f64; 3]> {
+        let (z, phi, angle) = (2.0 * c[0] - 1.0, 2.0 * pi * c[1], pi * c[2]);
+        let r = (1.0 - z * z).sqrt();
+        Box::new(move |v| rotate_about(v, [r * phi.cos(), r * phi.sin(), z], angle))
+    }));
     let d_naive = common::ks_statistic(&omega_n, cdf_omega);
     eprintln!("uniform axis and angle: D(omega) = {d_naive:.4}");
     assert!(d_naive > crit, "uniform rotation angles pass");

@@ -12,11 +12,10 @@ use nanobragg::config::SimConfig;
 use nanobragg::engine::{BackendTask, Engine, Precision};
 use nanobragg::experiment::Experiment;
 use nanobragg::render::RenderOptions;
-use nanobragg::scene::params::Params;
-use nanobragg::scene::to_host;
+use nanobragg::Params;
 use std::process::{Command, Output};
 
-/// The small configuration of `tests/gradients.rs`: triclinic, misset, mosaic crystal on a
+/// The small configuration of `src/tests/gradients.rs`: triclinic, misset, mosaic crystal on a
 /// rotated detector with polarization, two φ steps.
 const CONFIG: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -lambda 1.5 -N 4 -distance 80 \
     -pixel 0.4 -detpixels 24 -detector_rotx 2 -detector_roty 1 -twotheta 3 -mosaic 0.5 -mosaic_dom 3 \
@@ -128,7 +127,11 @@ impl BackendTask for SceneValues<'_> {
     type Output = Vec<Vec<f64>>;
     fn run<B: nanobragg::PixelKernel>(self, device: &B::Device) -> nanobragg::Result<Self::Output> {
         let scene = Params::<B>::new(self.0, self.1, device).scene(self.0, self.1, device);
-        scene.variables().into_iter().map(to_host).collect()
+        Ok(scene
+            .variables()
+            .into_iter()
+            .map(|t| t.into_data().convert::<f64>().to_vec().unwrap())
+            .collect())
     }
 }
 

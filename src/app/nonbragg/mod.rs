@@ -9,6 +9,9 @@
 pub mod flags;
 mod setup;
 
+/// F(sinθ/λ) of a `.stol` table, the curve the image is drawn from.
+pub use crate::physics::amorphous::StolCurve;
+
 use crate::app::console::Console;
 use crate::base::cfmt::fmt_g;
 use crate::base::error::{Error, Result};

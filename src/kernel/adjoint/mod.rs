@@ -7,7 +7,7 @@
 //! pass ([`terms`]), the workgroup's sums ([`reduce`]), one pixel an invocation
 //! ([`pixel_path`]: [`pixel_vjp`], [`pixel_derivatives`]) and several image rows an
 //! invocation ([`image_rows`]). The tensor stages (`src/physics/`) stay the reference;
-//! `tests/integration/kernel_vjp.rs` holds the two against each other.
+//! `src/tests/kernel_vjp.rs` holds the two against each other.
 //!
 //! **Accumulation.** A pixel's image is I = scale·(I_bg + Σ_n F_n²·L_n²)·Ω·P·C (physics
 //! reference §7; Ω, P and C are C's cached first-sample factors), so the cotangent of every

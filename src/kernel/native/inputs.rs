@@ -1,4 +1,4 @@
-//! The job's flat arrays ([`crate::kernel::PixelJob`], laid out by [`crate::kernel::layout`])
+//! The job's flat arrays ([`crate::kernel::job::PixelJob`], laid out by [`crate::kernel::layout`])
 //! unpacked into named fields in the loop's precision.
 
 use super::real::Real;

@@ -12,7 +12,7 @@
 //! partial derivatives, and `…_adjoint` pushes a cotangent back into a thread's accumulators
 //! (the layout's `G_*` slots) to the variables the forward helper read; the adjoint kernels
 //! ([`super::adjoint`]) compose those. The tensor stages stay the reference
-//! (`tests/integration/kernel.rs`, `kernel_vjp.rs`); the thresholds and series coefficients
+//! (`src/tests/kernel.rs`, `kernel_vjp.rs`); the thresholds and series coefficients
 //! they share with the kernels are in [`crate::base::series`].
 
 pub mod absorption;

@@ -1,6 +1,67 @@
 use super::*;
 use crate::diff::testing::{dev, host, max_rel, Ad};
 use crate::io::stol::{StolTable, StolUnits};
+use crate::physics::amorphous::{amorphous_intensity, structure_factor};
+use crate::physics::detector::{diffracted_directions, solid_angle};
+use crate::physics::polarization::kahn_factor_tensor;
+use crate::physics::scattering::{cos_two_theta, stol};
+use burn::tensor::{backend::Backend, Tensor, TensorData};
+
+/// The background of the samples at lab `positions` `[R, 3]` (m), photons per sample
+/// `[R, 1]` before the average over a pixel's samples: Σ_s sign(F)·F²·P·ω·w_s ×
+/// `amount` `[1, 1]` (r_e²·fluence·molecules), F taken from the curve at sinθ/λ and scaled by
+/// `f_scale` `[1, 1]`. `close_distance` `[1, 1]` (m) enters ω. Gradients reach the positions,
+/// the close distance, the amount and the scale. (The tensor-stage reference of C's loop,
+/// [`render_background`].)
+fn background_samples<B: Backend>(
+    scene: &BackgroundScene,
+    positions: Tensor<B, 2>,
+    close_distance: Tensor<B, 2>,
+    amount: Tensor<B, 2>,
+    f_scale: Tensor<B, 2>,
+) -> Tensor<B, 2> {
+    let device = positions.device();
+    let r = positions.dims()[0];
+    let (directions, airpath) = diffracted_directions(positions);
+    let directions = directions.rows();
+    let omega = solid_angle(airpath, scene.pixel, close_distance, scene.point_pixel);
+    let s = scene.sources.len();
+    let row = |v: Vec<f64>| Tensor::<B, 2>::from_data(TensorData::new(v, [1, s]), &device);
+    let incident_t = Tensor::<B, 2>::from_data(
+        TensorData::new(
+            scene.sources.iter().flat_map(|x| x.incident).collect::<Vec<_>>(),
+            [s, 3],
+        ),
+        &device,
+    )
+    .transpose();
+    let cos2 = cos_two_theta(directions.clone(), incident_t);
+    let inv_lambda = row(scene.sources.iter().map(|x| 1.0 / x.lambda).collect());
+    let f = structure_factor(stol(cos2.clone(), inv_lambda), &scene.curve) * f_scale;
+    let polar = match scene.polarization {
+        None => Tensor::<B, 2>::ones([r, s], &device),
+        Some((kahn, axis)) => {
+            let frames: Vec<(Vec3, Vec3)> = scene
+                .sources
+                .iter()
+                .map(|x| {
+                    let b_in = unitize(cross(axis, x.incident)).0;
+                    (unitize(cross(x.incident, b_in)).0, b_in)
+                })
+                .collect();
+            let basis = |pick: fn(&(Vec3, Vec3)) -> Vec3| {
+                let v: Vec<f64> = frames.iter().flat_map(pick).collect();
+                Tensor::<B, 2>::from_data(TensorData::new(v, [s, 3]), &device).transpose()
+            };
+            let e_proj = directions.clone().matmul(basis(|x| x.0));
+            let b_proj = directions.matmul(basis(|x| x.1));
+            kahn_factor_tensor(cos2, e_proj, b_proj, Tensor::from_data([[kahn]], &device))
+        }
+    };
+    let weights = row(scene.sources.iter().map(|x| x.weight).collect());
+    let ones = Tensor::<B, 2>::ones([r, 1], &device);
+    amorphous_intensity(f, polar, omega, ones, weights) * amount
+}
 
 /// A tilted 6×5 detector 80 mm away, two sources (different λ and weight), Kahn 0.7, 2×2
 /// sub-pixels, a curve with a sign change.

@@ -13,7 +13,7 @@
 //!   that looked its graph up just before another thread merged that graph away registered its
 //!   step in the emptied graph, where no backward pass finds it.
 
-use crate::common;
+use super::common;
 use common::f64_device as dev;
 
 use burn::backend::{ndarray::NdArray, Autodiff};

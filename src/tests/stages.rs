@@ -1,7 +1,7 @@
 //! Stage-level tests: each physics stage on the f64 CPU backend against its formula evaluated
 //! independently on the host, or against an analytic limit.
 
-use crate::common;
+use super::common;
 use common::host;
 
 use common::f64_device as dev;

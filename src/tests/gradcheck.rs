@@ -3,7 +3,7 @@
 //! images of non-trivial configurations; gradients of unused parameters exactly zero; values
 //! and gradients finite at the singular points of the formulas.
 
-use crate::common;
+use super::common;
 
 use common::f64_device as dev;
 use common::host;

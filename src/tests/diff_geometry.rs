@@ -2,7 +2,7 @@
 //! evaluates in f64) against the geometry the reference describes, for every convention and
 //! both pivots, and its autodiff gradients against central finite differences. f64 only (NdArray<f64> and its autodiff wrapper).
 
-use crate::common;
+use super::common;
 use common::host;
 
 use common::f64_device as dev;

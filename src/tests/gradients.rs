@@ -1,7 +1,7 @@
 //! Gradients (f64, CPU): the differentiable scene reproduces the host render (the gradient
 //! checks themselves are in `gradcheck.rs`).
 
-use crate::common;
+use super::common;
 use common::setup;
 
 use common::f64_device as dev;

@@ -13,7 +13,7 @@
 //! `NANOBRAGG_REQUIRE_WGPU=1`.
 #![cfg(feature = "gpu")]
 
-use crate::common;
+use super::common;
 use common::setup_as_given as setup;
 
 use burn::backend::wgpu::WgpuDevice;

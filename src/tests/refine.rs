@@ -2,7 +2,7 @@
 //! gradient against central differences, and recovery of perturbed crystal, detector and beam
 //! parameters from a noisy simulated image.
 
-use crate::common;
+use super::common;
 
 use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;

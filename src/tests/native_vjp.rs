@@ -7,7 +7,7 @@
 //! tensors op by op. Their agreement with central differences is `gradcheck`'s (the default
 //! engine). Also: repeated products and other thread counts give the same bits.
 
-use crate::common;
+use super::common;
 use common::adjoint_cases::{covered_configuration, grid_configurations, weights, BASE, CONFIGURATIONS};
 use common::setup_as_given as setup;
 

@@ -1,0 +1,22 @@
+//! The crate's tests of its internals across layers: the kernels against the tensor stages,
+//! the stages against their formulas, the one geometry, gradients against finite differences
+//! and autodiff, and autodiff under threads. They reach modules the public API keeps private,
+//! so they live in the crate; the tests of the public API and the binaries are in
+//! `tests/integration`, and both suites share its helpers (`tests/integration/common.rs`).
+//!
+//! The files name the crate `nanobragg::`, as the integration tests do (the crate root's
+//! `extern crate self as nanobragg` in test builds).
+
+#[path = "../../tests/integration/common.rs"]
+mod common;
+
+mod concurrency;
+mod derivatives;
+mod diff_geometry;
+mod gradcheck;
+mod gradients;
+mod kernel;
+mod kernel_vjp;
+mod native_vjp;
+mod refine;
+mod stages;
