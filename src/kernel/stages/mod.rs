@@ -14,6 +14,12 @@
 //! ([`super::adjoint`]) compose those. The tensor stages stay the reference
 //! (`src/tests/kernel.rs`, `kernel_vjp.rs`); the thresholds and series coefficients
 //! they share with the kernels are in [`crate::base::series`].
+//!
+//! Each file ends with its conformance tests: on the same inputs, the tensor stage in f64,
+//! the forward helper through a small test kernel, and the adjoint or partials against
+//! burn-autodiff of the tensor stage, at tolerances of a few f32 ulps of the values involved
+//! ([`crate::kernel::testing`] launches them on wgpu, llvmpipe without a GPU). A wrong
+//! partial in a rare branch fails there rather than inside an end-to-end tolerance.
 
 pub mod absorption;
 pub mod detector;
