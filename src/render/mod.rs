@@ -7,7 +7,7 @@
 //! is split into blocks when needed, so memory is bounded by the budget, not by the number of
 //! sources, φ steps or mosaic domains.
 
-pub(crate) mod amorphous;
+pub mod amorphous;
 pub mod detector;
 pub(crate) mod drive;
 pub(crate) mod finite;
