@@ -88,6 +88,54 @@ pub(crate) fn launch_with_params(
     Some(read_f32(&client, output_handle))
 }
 
+/// The arguments of a test kernel that reads a structure-factor grid: `params`, `counts`, the
+/// grid's `hkl` values, `input` and `output`.
+pub(crate) type GridArgs = (
+    ArrayArg<WgpuRuntime>,
+    ArrayArg<WgpuRuntime>,
+    ArrayArg<WgpuRuntime>,
+    ArrayArg<WgpuRuntime>,
+    ArrayArg<WgpuRuntime>,
+);
+
+/// [`launch_with_params`] with a structure-factor grid besides: `counts` (i32, the grid's
+/// [`HKL_MIN`](crate::kernel::layout::HKL_MIN) and [`HKL_COUNT`](crate::kernel::layout::HKL_COUNT)
+/// slots set) and its values `hkl` (f32, h slowest, l fastest), uploaded as the kernels take
+/// them; `launch` gets them as [`GridArgs`].
+pub(crate) fn launch_with_grid(
+    params: &[f32],
+    counts: &[i32],
+    hkl: &[f32],
+    input: &[f32],
+    output_len: usize,
+    invocations: usize,
+    launch: impl FnOnce(&ComputeClient<WgpuRuntime>, CubeCount, CubeDim, GridArgs),
+) -> Option<Vec<f32>> {
+    if !wgpu_or_skip() {
+        return None;
+    }
+    let client = WgpuRuntime::client(&WgpuDevice::default());
+    let counts_bytes: Vec<u8> = counts.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let counts_handle = client.create_from_slice(&counts_bytes);
+    let (params_handle, hkl_handle, input_handle) =
+        (upload(&client, params), upload(&client, hkl), upload(&client, input));
+    let output_handle = upload(&client, &vec![0.0; output_len]);
+    let dim = CubeDim::new_1d(64);
+    let count = CubeCount::Static(invocations.div_ceil(64) as u32, 1, 1);
+    // SAFETY: each buffer holds the number of 4-byte values given with it
+    let args = unsafe {
+        (
+            ArrayArg::from_raw_parts(params_handle, params.len()),
+            ArrayArg::from_raw_parts(counts_handle, counts.len()),
+            ArrayArg::from_raw_parts(hkl_handle, hkl.len()),
+            ArrayArg::from_raw_parts(input_handle, input.len()),
+            ArrayArg::from_raw_parts(output_handle.clone(), output_len),
+        )
+    };
+    launch(&client, count, dim, args);
+    Some(read_f32(&client, output_handle))
+}
+
 /// The f32 values of `handle`.
 fn read_f32(client: &ComputeClient<WgpuRuntime>, handle: cubecl::server::Handle) -> Vec<f32> {
     let out = client.read_one(handle).expect("reading the test kernel's output");

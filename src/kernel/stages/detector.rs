@@ -277,3 +277,443 @@ pub fn solid_angle_adjoint(params: &Array<f32>, acc: &mut Array<f32>, ray: Ray, 
     // ∂r/∂P = d
     lab_position_adjoint(params, acc, ray.coords, scaled(ray.d, g_r), sw.curved);
 }
+
+#[cfg(test)]
+mod tests {
+    //! The kernel's detector on the wgpu device (llvmpipe without a GPU) against the tensor
+    //! stage `physics::detector` in f64 and burn-autodiff of it, on a detector tilted about all
+    //! three lab axes with pix0 about 0.1 m out: the lab positions (planar and curved) and the
+    //! solid angle (area pixel and point pixel) at detector coordinates spread over 60 mm × 60 mm
+    //! and five sensor layers, and the adjoints of ω and of a direction's cotangent back to the
+    //! detector frame, the curved detector's axes and distance, and close_distance.
+    use super::*;
+    use crate::diff::testing::{dev, host, uniform, Ad, B};
+    use crate::kernel::adjoint::zero;
+    use crate::kernel::testing::{launch_with_params, store_globals};
+    use crate::physics::detector as stage;
+    use burn::backend::ndarray::NdArrayDevice;
+    use burn::tensor::{backend::Backend, Tensor, TensorData};
+    use cubecl::wgpu::WgpuRuntime;
+
+    /// The pixel size (m): 2⁻¹³, so that pixel² is exact in f32.
+    const PIXEL: f64 = 1.0 / 8192.0;
+    /// The cotangent w of the direction d in the direction test, L = d·w (unit-free).
+    const DIRECTION_COTANGENT: [f64; 3] = [0.3, -0.5, 0.8];
+    /// Numbers the forward test kernel writes a sample: the lab position (m), then ω (sr).
+    const FORWARD: usize = 4;
+
+    /// `x` rounded to f32: every number the kernel reads, so that the f64 reference sees it.
+    fn rounded(x: f64) -> f64 {
+        f64::from(x as f32)
+    }
+
+    /// The test's detector, in f32 values.
+    struct Detector {
+        /// Rows f, s, o (unit, orthonormal to f32 rounding, none along a lab axis).
+        basis: [[f64; 3]; 3],
+        /// pix0 (m): 0.1 m along o, the frame's origin 30 mm back along f and s.
+        pix0: [f64; 3],
+        /// The beam direction (unit).
+        beam: [f64; 3],
+        /// The curved detector's distance (m).
+        distance: f64,
+        /// close_distance (m).
+        close: f64,
+    }
+
+    /// `v` turned by `angles` (rad) about the lab x, then y, then z axis.
+    fn turned(v: [f64; 3], angles: [f64; 3]) -> [f64; 3] {
+        let [a, b, c] = angles;
+        let v = [v[0], v[1] * a.cos() - v[2] * a.sin(), v[1] * a.sin() + v[2] * a.cos()];
+        let v = [v[0] * b.cos() + v[2] * b.sin(), v[1], -v[0] * b.sin() + v[2] * b.cos()];
+        [v[0] * c.cos() - v[1] * c.sin(), v[0] * c.sin() + v[1] * c.cos(), v[2]]
+    }
+
+    /// MOSFLM's frame (f = z, s = −y, o = x along the beam) turned by 0.1, −0.15 and 0.2 rad.
+    fn detector() -> Detector {
+        let frame = [[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, 0.0, 0.0]];
+        let basis = frame.map(|v| turned(v, [0.1, -0.15, 0.2]).map(rounded));
+        let pix0 = [0, 1, 2].map(|k| rounded(0.1 * basis[2][k] - 0.03 * basis[0][k] - 0.03 * basis[1][k]));
+        Detector {
+            basis,
+            pix0,
+            beam: [1.0, 0.0, 0.0],
+            distance: rounded(0.1),
+            close: rounded(0.1),
+        }
+    }
+
+    impl Detector {
+        /// The kernel's `params`: the frame, pixel², the beam and both distances, then `extra`
+        /// from [`PARAMS`].
+        fn params(&self, extra: [f64; 3]) -> Vec<f32> {
+            let mut p = vec![0.0f32; PARAMS + 3];
+            for k in 0..3 {
+                p[PIX0 + k] = self.pix0[k] as f32;
+                p[FDET + k] = self.basis[0][k] as f32;
+                p[SDET + k] = self.basis[1][k] as f32;
+                p[ODET + k] = self.basis[2][k] as f32;
+                p[BEAM + k] = self.beam[k] as f32;
+                p[PARAMS + k] = extra[k] as f32;
+            }
+            p[CLOSE_DISTANCE] = self.close as f32;
+            p[PIXEL_AREA] = (PIXEL * PIXEL) as f32;
+            p[DISTANCE] = self.distance as f32;
+            p
+        }
+    }
+
+    /// `n` detector coordinates (Fdet, Sdet, Odet) (m): pix0 itself, the beam centre and the far
+    /// corner of the last layer, then Fdet and Sdet uniform over [0, 60 mm) and Odet one of five
+    /// layers 25 µm apart (f32 values).
+    fn coordinates(n: usize) -> Vec<[f64; 3]> {
+        let along = uniform(2 * n, 0.0, 0.06, 7);
+        let layers = uniform(n, 0.0, 5.0, 11);
+        let fixed = [[0.0, 0.0, 0.0], [0.03, 0.03, 0.0], [0.06, 0.06, 1e-4]];
+        let spread = (0..n).map(|i| [along[2 * i], along[2 * i + 1], layers[i].floor() * 2.5e-5]);
+        fixed
+            .into_iter()
+            .chain(spread)
+            .take(n)
+            .map(|c| c.map(rounded))
+            .collect()
+    }
+
+    /// A sample's ray from its detector coordinates (m), as [`ray`] builds it from the pixel
+    /// indices.
+    #[cube]
+    fn ray_at(params: &Array<f32>, coords: Vec3, #[comptime] curved: bool) -> Ray {
+        let pos = lab_position(params, coords.x, coords.y, coords.z, curved);
+        let r = dot(pos, pos).sqrt();
+        Ray {
+            coords,
+            d: scaled(pos, 1.0 / r),
+            r,
+        }
+    }
+
+    /// Each sample's lab position and solid angle ([`FORWARD`] numbers) from its detector
+    /// coordinates in `input` (3 a sample).
+    #[cube(launch)]
+    fn positions_of_samples(
+        params: &Array<f32>,
+        input: &Array<f32>,
+        output: &mut Array<f32>,
+        #[comptime] curved: bool,
+        #[comptime] point_pixel: bool,
+    ) {
+        let i = ABSOLUTE_POS;
+        if (i + 1) * FORWARD <= output.len() {
+            let c = load3(input, 3 * i);
+            let pos = lab_position(params, c.x, c.y, c.z, curved);
+            output[FORWARD * i] = pos.x;
+            output[FORWARD * i + 1] = pos.y;
+            output[FORWARD * i + 2] = pos.z;
+            output[FORWARD * i + 3] = solid_angle(params, dot(pos, pos).sqrt(), point_pixel);
+        }
+    }
+
+    /// Each sample's adjoint for cotangent 1 of ω (`direction` false) or of d·w (`direction`
+    /// true, w at [`PARAMS`]), into its own [`G_GLOBALS`] accumulators.
+    #[cube(launch)]
+    fn adjoints_of_samples(
+        params: &Array<f32>,
+        input: &Array<f32>,
+        output: &mut Array<f32>,
+        #[comptime] sw: Switches,
+        #[comptime] direction: bool,
+    ) {
+        let i = ABSOLUTE_POS;
+        if (i + 1) * G_GLOBALS <= output.len() {
+            let mut acc = Array::<f32>::new(G_GLOBALS);
+            zero(&mut acc, G_GLOBALS);
+            let ray = ray_at(params, load3(input, 3 * i), sw.curved);
+            if direction {
+                push_direction(params, &mut acc, ray, load3(params, PARAMS), sw.curved);
+            } else {
+                solid_angle_adjoint(params, &mut acc, ray, 1.0, sw);
+            }
+            store_globals(&acc, output, i);
+        }
+    }
+
+    /// The detector as the tensor stage takes it, each part its own leaf: the basis `[3, 3]`
+    /// (rows f, s, o), pix0 and the beam `[1, 3]`, the curved detector's rotation axes f and s
+    /// `[1, 3]` (apart from the basis, as the kernel keeps their gradients apart), its distance
+    /// and close_distance `[1, 1]` (m).
+    struct Frame<K: Backend> {
+        basis: Tensor<K, 2>,
+        pix0: Tensor<K, 2>,
+        beam: Tensor<K, 2>,
+        fdet_axis: Tensor<K, 2>,
+        sdet_axis: Tensor<K, 2>,
+        distance: Tensor<K, 2>,
+        close: Tensor<K, 2>,
+    }
+
+    fn tensor<K: Backend<Device = NdArrayDevice>>(v: Vec<f64>, shape: [usize; 2]) -> Tensor<K, 2> {
+        Tensor::from_data(TensorData::new(v, shape), &dev())
+    }
+
+    impl<K: Backend<Device = NdArrayDevice>> Frame<K> {
+        /// The leaves of `det`, all but the beam (which has no slot) keeping their gradients
+        /// under autodiff.
+        fn new(det: &Detector) -> Self {
+            let leaf = |v: Vec<f64>, shape| tensor::<K>(v, shape).require_grad();
+            let row = |v: [f64; 3]| leaf(v.to_vec(), [1, 3]);
+            Self {
+                basis: leaf(det.basis.concat(), [3, 3]),
+                pix0: row(det.pix0),
+                beam: tensor(det.beam.to_vec(), [1, 3]),
+                fdet_axis: row(det.basis[0]),
+                sdet_axis: row(det.basis[1]),
+                distance: leaf(vec![det.distance], [1, 1]),
+                close: leaf(vec![det.close], [1, 1]),
+            }
+        }
+
+        /// Lab positions `[R, 3]` (m) at detector coordinates `coords` `[R, 3]` (m).
+        fn positions(&self, coords: Tensor<K, 2>, curved: bool) -> Tensor<K, 2> {
+            let planar = stage::pixel_positions(coords, self.basis.clone(), self.pix0.clone()).rows();
+            if !curved {
+                return planar;
+            }
+            let (f, s) = (self.fdet_axis.clone(), self.sdet_axis.clone());
+            stage::curved_positions(planar, self.beam.clone(), f, s, self.distance.clone())
+        }
+    }
+
+    /// The kernel's input: the detector coordinates, 3 a sample.
+    fn flat(coords: &[[f64; 3]]) -> Vec<f32> {
+        coords.iter().flatten().map(|&x| x as f32).collect()
+    }
+
+    /// Lab positions `[R·3]` (m) and ω `[R]` (sr) at `coords` by the tensor stage in f64.
+    fn reference_forward(det: &Detector, coords: &[[f64; 3]], curved: bool, point_pixel: bool) -> (Vec<f64>, Vec<f64>) {
+        let frame = Frame::<B>::new(det);
+        let positions = frame.positions(tensor(coords.concat(), [coords.len(), 3]), curved);
+        let (_, airpath) = stage::diffracted_directions(positions.clone());
+        let omega = stage::solid_angle(airpath, PIXEL, frame.close.clone(), point_pixel);
+        (host(positions), host(omega))
+    }
+
+    /// The forward kernel's lab positions (m) and solid angles (sr) against the tensor stage in
+    /// f64, on the planar and the curved detector, with an area pixel and a point pixel.
+    #[test]
+    fn positions_and_solid_angle_match_the_tensor_stage() {
+        let det = detector();
+        let coords = coordinates(500);
+        let n = coords.len();
+        for curved in [false, true] {
+            for point_pixel in [false, true] {
+                let Some(got) = launch_with_params(
+                    &det.params([0.0; 3]),
+                    &flat(&coords),
+                    FORWARD * n,
+                    n,
+                    |c, count, dim, p, i, o| {
+                        positions_of_samples::launch::<WgpuRuntime>(c, count, dim, p, i, o, curved, point_pixel)
+                    },
+                ) else {
+                    return;
+                };
+                let (positions, omega) = reference_forward(&det, &coords, curved, point_pixel);
+                let (mut worst_p, mut worst_omega) = (0.0f64, 0.0f64);
+                for (i, got) in got.chunks(FORWARD).enumerate() {
+                    let case = format!("curved {curved}, point pixel {point_pixel}, sample {i}");
+                    for a in 0..3 {
+                        let (g, w) = (f64::from(got[a]), positions[3 * i + a]);
+                        // |P| ≈ 0.1 m: a few f32 roundings (6e-9 m each), and on the curved
+                        // detector the two rotations' sines (a few ulp); 1.6e-8 m seen
+                        assert!((g - w).abs() <= 5e-8, "{case}: P[{a}] {g} vs {w}");
+                        worst_p = worst_p.max((g - w).abs());
+                    }
+                    let (g, w) = (f64::from(got[3]), omega[i]);
+                    // r carries the positions' roundings (2e-7 relative), ω = pixel²·c/r³ thrice;
+                    // 5e-7 seen
+                    assert!((g - w).abs() <= 1.5e-6 * w, "{case}: ω {g} vs {w}");
+                    worst_omega = worst_omega.max((g - w).abs() / w);
+                }
+                eprintln!(
+                    "curved {curved}, point pixel {point_pixel}: worst |ΔP| {worst_p:.2e} m, ω {worst_omega:.2e}"
+                );
+            }
+        }
+    }
+
+    /// What a sample's adjoint accumulators should hold, by burn-autodiff of the tensor stage.
+    struct Reference {
+        /// The gradients `[G_GLOBALS]`, each leaf's at its slot, 0 elsewhere.
+        acc: Vec<f64>,
+        /// The slots whose leaf the loss reaches (the others must stay 0).
+        reached: Vec<bool>,
+        /// The loss's value, and the sample's air path r (m).
+        value: f64,
+        r: f64,
+    }
+
+    /// [`Reference`] for the scalar `loss`(d `[1, 3]`, r `[1, 1]`, close_distance `[1, 1]`) of
+    /// the sample at detector coordinates `coords` (m), through the tensor stage in f64.
+    fn reference_gradients(
+        det: &Detector,
+        coords: [f64; 3],
+        curved: bool,
+        loss: &dyn Fn(Tensor<Ad, 2>, Tensor<Ad, 2>, Tensor<Ad, 2>) -> Tensor<Ad, 2>,
+    ) -> Reference {
+        let f = Frame::<Ad>::new(det);
+        let (d, r) = stage::diffracted_directions(f.positions(tensor(coords.to_vec(), [1, 3]), curved));
+        let value = loss(d.rows(), r.clone(), f.close.clone());
+        let grads = value.clone().sum().backward();
+        let (mut acc, mut reached) = (vec![0.0; G_GLOBALS], vec![false; G_GLOBALS]);
+        let leaves = [
+            (G_PIX0, &f.pix0),
+            (G_FDET, &f.basis),
+            (G_CURVED_FDET, &f.fdet_axis),
+            (G_CURVED_SDET, &f.sdet_axis),
+            (G_DISTANCE, &f.distance),
+            (G_CLOSE_DISTANCE, &f.close),
+        ];
+        for (slot, leaf) in leaves {
+            if let Some(g) = leaf.grad(&grads) {
+                let g = host(g);
+                acc[slot..slot + g.len()].copy_from_slice(&g);
+                reached[slot..slot + g.len()].fill(true);
+            }
+        }
+        Reference {
+            acc,
+            reached,
+            value: host(value.inner())[0],
+            r: host(r.inner())[0],
+        }
+    }
+
+    /// The accumulators' groups at a sample with detector coordinates `coords` (m) and air path
+    /// `r` (m): name, first slot, width, and the length (m, or 1) by which a cotangent of the
+    /// lab position reaches them (f, s, o by the coordinates, the rotation axes by the rotated
+    /// vector's length, the distance by 1 plus the rotation angles, close_distance by r/c).
+    fn slot_groups(det: &Detector, coords: [f64; 3], r: f64) -> [(&'static str, usize, usize, f64); 8] {
+        [
+            ("pix0", G_PIX0, 3, 1.0),
+            ("f", G_FDET, 3, coords[0].abs()),
+            ("s", G_SDET, 3, coords[1].abs()),
+            ("o", G_ODET, 3, coords[2].abs()),
+            ("close_distance", G_CLOSE_DISTANCE, 1, r / det.close),
+            ("curved f", G_CURVED_FDET, 3, det.distance),
+            ("curved s", G_CURVED_SDET, 3, det.distance),
+            ("distance", G_DISTANCE, 1, 2.0),
+        ]
+    }
+
+    /// The adjoint's bound relative to a group's scale |want| + s·L (see [`compare_accumulators`]):
+    /// the kernel's f32 chain (r³, the normalisation, two rotations and their adjoints) rounds
+    /// some dozen times at 6e-8 relative each (2.2e-7 of the scale seen); an error of 2e-6 in
+    /// any partial fails.
+    const ADJOINT_TOL: f64 = 2e-6;
+
+    /// A sample's accumulators `got` against `want`: each of `groups` (see [`slot_groups`])
+    /// within [`ADJOINT_TOL`]·(|want group| + s·L), s the size of ∂L/∂P; every other slot 0.
+    /// Returns the worst error relative to its scale.
+    fn compare_accumulators(
+        case: &str,
+        got: &[f32],
+        want: &[f64],
+        groups: &[(&str, usize, usize, f64)],
+        s: f64,
+    ) -> f64 {
+        let (mut worst, mut checked) = (0.0f64, [false; G_GLOBALS]);
+        for &(name, slot, width, length) in groups {
+            let range = slot..slot + width;
+            let scale = want[range.clone()].iter().map(|w| w * w).sum::<f64>().sqrt() + s * length;
+            for q in range {
+                checked[q] = true;
+                let err = (f64::from(got[q]) - want[q]).abs();
+                assert!(
+                    err <= ADJOINT_TOL * scale,
+                    "{case}: ∂L/∂{name}[{}] {} vs {} (scale {scale:.3e})",
+                    q - slot,
+                    got[q],
+                    want[q]
+                );
+                if scale > 0.0 {
+                    worst = worst.max(err / scale);
+                }
+            }
+        }
+        for (q, &g) in got.iter().enumerate().filter(|&(q, _)| !checked[q]) {
+            assert_eq!(g, 0.0, "{case}: slot {q}, which the loss does not reach, holds {g}");
+        }
+        worst
+    }
+
+    /// The adjoint test kernel under `sw` (of ω, or of d·w when `direction`) against
+    /// [`reference_gradients`], sample by sample.
+    fn check_adjoint(sw: Switches, direction: bool) {
+        let det = detector();
+        let coords = coordinates(100);
+        let n = coords.len();
+        let params = det.params(DIRECTION_COTANGENT);
+        let Some(got) = launch_with_params(&params, &flat(&coords), G_GLOBALS * n, n, |c, count, dim, p, i, o| {
+            adjoints_of_samples::launch::<WgpuRuntime>(c, count, dim, p, i, o, sw, direction)
+        }) else {
+            return;
+        };
+        let w = tensor::<Ad>(DIRECTION_COTANGENT.to_vec(), [3, 1]);
+        let loss = |d: Tensor<Ad, 2>, r, close| {
+            if direction {
+                d.matmul(w.clone())
+            } else {
+                stage::solid_angle(r, PIXEL, close, sw.point_pixel)
+            }
+        };
+        let of = if direction { "d·w" } else { "ω" };
+        let case = format!("{of}, curved {}, point pixel {}", sw.curved, sw.point_pixel);
+        let mut worst = 0.0f64;
+        for (i, (acc, &c)) in got.chunks(G_GLOBALS).zip(&coords).enumerate() {
+            let want = reference_gradients(&det, c, sw.curved, &loss);
+            // the size of ∂L/∂P: |w|/r for d·w, ω's slope in r (3ω/r, 2ω/r for a point pixel)
+            let s = match (direction, sw.point_pixel) {
+                (true, _) => DIRECTION_COTANGENT.iter().map(|x| x * x).sum::<f64>().sqrt() / want.r,
+                (false, true) => 2.0 * want.value / want.r,
+                (false, false) => 3.0 * want.value / want.r,
+            };
+            let groups: Vec<_> = slot_groups(&det, c, want.r)
+                .into_iter()
+                .filter(|g| want.reached[g.1])
+                .collect();
+            let sample = format!("{case}, sample {i} at {c:?}");
+            worst = worst.max(compare_accumulators(&sample, acc, &want.acc, &groups, s));
+        }
+        eprintln!("{case}: worst error {worst:.2e} of its scale");
+    }
+
+    fn switches(curved: bool, point_pixel: bool) -> Switches {
+        Switches {
+            curved,
+            point_pixel,
+            ..crate::kernel::native::pixel::tests_support::switches()
+        }
+    }
+
+    /// ω's adjoint against burn-autodiff of the tensor stage: pix0, the rows f, s, o and
+    /// close_distance; on the curved detector its axes and distance (there |P| is the distance
+    /// whatever the rotation angles, so the planar frame's gradients are f32 noise around 0).
+    #[test]
+    fn solid_angle_adjoint_matches_autodiff_of_the_tensor_stage() {
+        for curved in [false, true] {
+            for point_pixel in [false, true] {
+                check_adjoint(switches(curved, point_pixel), false);
+            }
+        }
+    }
+
+    /// A direction's cotangent pushed back to the detector (`push_direction`, as the
+    /// polarization and the capture fraction push theirs) against burn-autodiff of d·w: on the
+    /// curved detector it moves the rotation angles, which ω's radial cotangent leaves alone.
+    #[test]
+    fn direction_adjoint_matches_autodiff_of_the_tensor_stage() {
+        for curved in [false, true] {
+            check_adjoint(switches(curved, false), true);
+        }
+    }
+}
