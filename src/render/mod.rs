@@ -21,6 +21,8 @@ pub(crate) mod scenes;
 pub(crate) mod stages;
 pub mod trace;
 
+/// The host scene [`chunk_intensity`] reads beside the parameters' tensors.
+pub use crate::scene::Scene;
 pub use drive::Progress;
 pub use image::Image;
 pub use options::{RenderOptions, DEFAULT_MEMORY_BUDGET};
@@ -29,7 +31,7 @@ pub use stages::{chunk_intensity, chunk_intensity_probed, ChunkIntensity};
 
 use crate::base::error::Result;
 use crate::experiment::Experiment;
-use crate::scene::{to_host, Scene, SceneTensors};
+use crate::scene::{to_host, SceneTensors};
 use burn::tensor::{backend::Backend, Tensor};
 use drive::{drive, Rendered};
 use stages::scalar;
