@@ -287,6 +287,7 @@ mod tests {
     //! and five sensor layers, and the adjoints of ω and of a direction's cotangent back to the
     //! detector frame, the curved detector's axes and distance, and close_distance.
     use super::*;
+    use crate::base::vec3::rotate_xyz;
     use crate::diff::testing::{dev, host, uniform, Ad, B};
     use crate::kernel::adjoint::zero;
     use crate::kernel::testing::{launch_with_params, store_globals};
@@ -321,18 +322,10 @@ mod tests {
         close: f64,
     }
 
-    /// `v` turned by `angles` (rad) about the lab x, then y, then z axis.
-    fn turned(v: [f64; 3], angles: [f64; 3]) -> [f64; 3] {
-        let [a, b, c] = angles;
-        let v = [v[0], v[1] * a.cos() - v[2] * a.sin(), v[1] * a.sin() + v[2] * a.cos()];
-        let v = [v[0] * b.cos() + v[2] * b.sin(), v[1], -v[0] * b.sin() + v[2] * b.cos()];
-        [v[0] * c.cos() - v[1] * c.sin(), v[0] * c.sin() + v[1] * c.cos(), v[2]]
-    }
-
     /// MOSFLM's frame (f = z, s = −y, o = x along the beam) turned by 0.1, −0.15 and 0.2 rad.
     fn detector() -> Detector {
         let frame = [[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, 0.0, 0.0]];
-        let basis = frame.map(|v| turned(v, [0.1, -0.15, 0.2]).map(rounded));
+        let basis = frame.map(|v| rotate_xyz(v, 0.1, -0.15, 0.2).map(rounded));
         let pix0 = [0, 1, 2].map(|k| rounded(0.1 * basis[2][k] - 0.03 * basis[0][k] - 0.03 * basis[1][k]));
         Detector {
             basis,
