@@ -9,13 +9,16 @@
 //!
 //! Options: `--sizes` (detector edge, pixels; default 512,1024), `--engines` (cpu, cpu-f32,
 //! cpu-nofusion, cpu-f32-nofusion, wgpu, wgpu-nofusion; default cpu),
-//! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd, deriv, sim, sim-stages;
-//! default fwd and fwdbwd: `fwdbwd` is the engine's vector–Jacobian product
+//! `--configs` (light, heavy; default both), `--modes` (fwd, fwdbwd, deriv, sim, sim-stages,
+//! bg; default fwd and fwdbwd: `fwdbwd` is the engine's vector–Jacobian product
 //! (`Engine::image_vjp`), `deriv` its derivative images of distance, Xbeam, misset_x and cell_a
 //! (`Engine::derivatives`, K = 4), `sim` a
 //! `Simulator<Autodiff<B>>` gradient step (forward pass, the backward pass of its sum, every
 //! gradient read back; the simulator is built in the first step and kept), by kernel where the backend has one, `sim-stages` the same with the
-//! tensor stages),
+//! tensor stages, `bg` the amorphous background `-stol fixtures/stol/water.stol` adds to the
+//! configuration's image in the `nanobragg` program, its table read and rendered on the host
+//! with `--threads` threads, whatever the engine: its warm time against mode `fwd`'s is the
+//! background's share of a render),
 //! `--grad-sizes` (largest size with a backward mode; default 512), `--reps` (renders per case, the
 //! first is the cold one; default 3), `--threads` (worker threads, and OMP_NUM_THREADS of C;
 //! default: available cores), `--out` (directory of `bench.json` and `bench.md`).
@@ -35,8 +38,10 @@ use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
 use burn::tensor::DType;
 use burn::tensor::ElementConversion;
+use nanobragg::config::{AmorphousConfig, StolUnits};
 use nanobragg::engine::{Engine, Precision};
 use nanobragg::experiment::args::{parse_args, Parsed};
+use nanobragg::render::amorphous::{render_background_fast, BackgroundScene};
 use nanobragg::{Experiment, PixelKernel, RenderOptions, SimConfig, Simulator};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -180,6 +185,11 @@ fn run<B: nanobragg::PixelKernel>(
                 }
                 continue;
             }
+            "bg" => {
+                total = water_background(job)?.iter().map(|&v| v as f64).sum();
+                times.push(t.elapsed().as_secs_f64());
+                continue;
+            }
             _ => nanobragg::render::<B>(&job.exp, &opts, device).map_err(|e| e.to_string())?,
         };
         times.push(t.elapsed().as_secs_f64());
@@ -207,6 +217,25 @@ fn run<B: nanobragg::PixelKernel>(
         "launches": launches,
         "kernel_ms": kernel_ms,
     }))
+}
+
+/// Mode `bg`: the amorphous background (photons per pixel) that `nanobragg -stol
+/// fixtures/stol/water.stol` adds to the job's image: the table read, the scene set up and
+/// rendered on `job.threads` threads.
+fn water_background(job: &Job) -> Result<Vec<f32>, String> {
+    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/stol/water.stol");
+    let amorphous = AmorphousConfig {
+        table: Some((table, StolUnits::Stol)),
+        ..AmorphousConfig::default()
+    };
+    let scene = BackgroundScene::of_experiment(&job.exp, &amorphous)
+        .map_err(|e| e.to_string())?
+        .ok_or("no background without a table")?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(job.threads)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(pool.install(|| render_background_fast(&scene)))
 }
 
 /// Environment variable naming cubecl's profile log (`CUBECL_DEBUG_LOG`) in a child that counts
@@ -398,9 +427,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
         })?;
     }
     for m in &a.modes {
-        if !["fwd", "fwdbwd", "deriv", "sim", "sim-stages"].contains(&m.as_str()) {
+        if !["fwd", "fwdbwd", "deriv", "sim", "sim-stages", "bg"].contains(&m.as_str()) {
             return Err(format!(
-                "--modes: unknown mode '{m}' (fwd, fwdbwd, deriv, sim, sim-stages)"
+                "--modes: unknown mode '{m}' (fwd, fwdbwd, deriv, sim, sim-stages, bg)"
             ));
         }
     }
@@ -550,7 +579,7 @@ fn bench(a: &Args) -> Result<(), String> {
             // in-process renders, one child per case
             for e in &a.engines {
                 for mode in &a.modes {
-                    if mode != "fwd" && size > a.grad_sizes {
+                    if !["fwd", "bg"].contains(&mode.as_str()) && size > a.grad_sizes {
                         continue;
                     }
                     let v = child_case(
@@ -560,7 +589,7 @@ fn bench(a: &Args) -> Result<(), String> {
                         &format!("case {e} {config} {size} {mode}"),
                     )?;
                     let ratio = match (c_warm, v["warm_s"].as_f64()) {
-                        (Some(c), Some(o)) => json!(c / o),
+                        (Some(c), Some(o)) if mode != "bg" => json!(c / o),
                         _ => Value::Null,
                     };
                     let launches = match (e.starts_with("wgpu"), mode.as_str()) {

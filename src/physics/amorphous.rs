@@ -75,6 +75,7 @@ impl StolCurve {
 
     /// C's walk to the interval of `s` from `hint` (left there): [`Self::interval`] on an
     /// increasing table.
+    #[inline]
     pub fn walk(&self, s: f64, hint: &mut usize) -> usize {
         let last = self.len() - 3;
         let mut n = (*hint).clamp(1, last);
@@ -140,6 +141,7 @@ impl StolCubics {
 
     /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹), the interval walked from `hint` as
     /// [`StolCurve::f_near`] walks it.
+    #[inline]
     pub fn f_near(&self, s: f64, hint: &mut usize) -> f64 {
         let (x, n) = (&self.curve.stol, self.curve.walk(s, hint));
         let d = [s - x[n - 1], s - x[n], s - x[n + 1], s - x[n + 2]];

@@ -155,11 +155,19 @@ struct FastSource {
     frame: (Vec3, Vec3),
 }
 
-/// The image of [`render_background`], its arithmetic rearranged for speed: reciprocals
-/// instead of C's divisions, the interpolation's denominators folded into the table
-/// ([`StolCubics`]), each source's polarization frame computed once, cos 2ψ without
-/// trigonometry. The same samples, sources and physics; each pixel within a few units in the
-/// last place of f64 before its rounding to f32 (a unit test compares the two).
+/// Pixels of a row that [`render_background_fast`] renders together, one per lane: its loops
+/// over lanes compile to vector instructions (square roots and divisions of several pixels at
+/// once), each pixel's sum still taken in C's order.
+const LANES: usize = 8;
+
+/// One value per pixel of a lane group.
+type Lanes = [f64; LANES];
+
+/// The image of [`render_background`], its arithmetic rearranged for speed: pixels in groups
+/// of [`LANES`], reciprocals instead of C's divisions, the interpolation's denominators folded
+/// into the table ([`StolCubics`]), each source's polarization frame computed once, cos 2ψ
+/// without trigonometry. The same samples, sources and physics; each pixel within a few units
+/// in the last place of f64 before its rounding to f32 (a unit test compares the two).
 pub fn render_background_fast(scene: &BackgroundScene) -> Vec<f32> {
     let cubics = StolCubics::new(&scene.curve);
     let axis = scene.polarization.map_or([0.0, 0.0, 1.0], |p| p.1);
@@ -181,67 +189,125 @@ pub fn render_background_fast(scene: &BackgroundScene) -> Vec<f32> {
     let mut pixels = vec![0.0f32; w * scene.height];
     pixels.par_chunks_mut(w.max(1)).enumerate().for_each(|(slow, row)| {
         let mut hint = 1;
-        for (fast, out) in row.iter_mut().enumerate() {
-            if scene.in_roi(fast, slow) {
-                *out = fast_pixel(scene, &cubics, &sources, fast, slow, &mut hint);
+        for (group, out) in row.chunks_mut(LANES).enumerate() {
+            let first = group * LANES;
+            if !(first..first + out.len()).any(|fast| scene.in_roi(fast, slow)) {
+                continue;
+            }
+            let values = pixel_group(scene, &cubics, &sources, first, slow, &mut hint);
+            for (lane, value) in out.iter_mut().enumerate() {
+                if scene.in_roi(first + lane, slow) {
+                    *value = values[lane];
+                }
             }
         }
     });
     pixels
 }
 
-/// One pixel of [`render_background_fast`] (photons, or the last F with `-Fmap`).
-fn fast_pixel(
+/// Pixels `first..first + LANES` of row `slow` of [`render_background_fast`] (photons, or the
+/// last F with `-Fmap`); lanes past the row's end are computed and dropped by the caller.
+fn pixel_group(
     scene: &BackgroundScene,
     cubics: &StolCubics,
     sources: &[FastSource],
-    fast: usize,
+    first: usize,
     slow: usize,
     hint: &mut usize,
-) -> f32 {
+) -> [f32; LANES] {
     let os = scene.oversample;
     let sub = scene.pixel / os as f64;
-    let (mut intensity, mut last_f) = (0.0f64, 0.0f64);
+    let (mut intensity, mut last_f) = ([0.0f64; LANES], [0.0f64; LANES]);
     for sub_s in 0..os {
+        let sdet = sub * (slow * os + sub_s) as f64 + sub / 2.0;
         for sub_f in 0..os {
-            let fdet = sub * (fast * os + sub_f) as f64 + sub / 2.0;
-            let sdet = sub * (slow * os + sub_s) as f64 + sub / 2.0;
-            let p = scene.position(fdet, sdet);
-            let inv_r = 1.0 / dot(p, p).sqrt();
-            let d = scale(p, inv_r);
-            let omega = match scene.point_pixel {
-                true => inv_r * inv_r,
-                false => scene.pixel * scene.pixel * scene.close_distance * inv_r * inv_r * inv_r,
-            };
+            let fdet: Lanes = std::array::from_fn(|l| sub * ((first + l) * os + sub_f) as f64 + sub / 2.0);
+            let (d, omega) = directions(scene, &fdet, sdet);
             for src in sources {
-                let q: Vec3 = std::array::from_fn(|i| (d[i] - src.incident[i]) * src.inv_lambda);
-                let f = cubics.f_near(0.5 * dot(q, q).sqrt(), hint);
-                let polar = scene
-                    .polarization
-                    .map_or(1.0, |(kahn, _)| fast_polarization(kahn, src, d));
-                intensity += f.signum() * f * f * polar * omega * src.weight;
+                let f = source_f(cubics, src, &d, hint);
+                let polar = match scene.polarization {
+                    Some((kahn, _)) => polarization_lanes(kahn, src, &d),
+                    None => [1.0; LANES],
+                };
+                for l in 0..LANES {
+                    // sign(F)·F² as C takes it: |F|·F is the same product, bit for bit
+                    intensity[l] += f[l].abs() * f[l] * polar[l] * omega[l] * src.weight;
+                }
                 last_f = f;
             }
         }
     }
-    match scene.fmap {
-        true => last_f as f32,
-        false => (intensity * scene.r_e_sqr * scene.fluence * scene.molecules / scene.steps() as f64) as f32,
-    }
+    let photons = scene.r_e_sqr * scene.fluence * scene.molecules;
+    let steps = scene.steps() as f64;
+    std::array::from_fn(|l| match scene.fmap {
+        true => last_f[l] as f32,
+        false => (intensity[l] * photons / steps) as f32,
+    })
 }
 
-/// [`polarization_factor`] with the source's frame given and cos 2ψ = (x² − y²)/(x² + y²)
-/// for ψ = atan2(y, x) (1 where the two vanish, as atan2(0, 0) = 0).
-fn fast_polarization(kahn: f64, src: &FastSource, diffracted: Vec3) -> f64 {
-    let cos2 = dot(src.incident, diffracted);
-    let (cos2_sqr, sin2_sqr) = (cos2 * cos2, 1.0 - cos2 * cos2);
-    if kahn == 0.0 {
-        return 0.5 * (1.0 + cos2_sqr);
+/// Unit diffracted directions (x, y, z lanes) and solid angles (sr) of the samples at detector
+/// coordinates (`fdet[l]`, `sdet`) (m).
+fn directions(scene: &BackgroundScene, fdet: &Lanes, sdet: f64) -> ([Lanes; 3], Lanes) {
+    let mut p = [[0.0; LANES]; 3];
+    if scene.curved {
+        for l in 0..LANES {
+            let position = scene.position(fdet[l], sdet);
+            (p[0][l], p[1][l], p[2][l]) = (position[0], position[1], position[2]);
+        }
+    } else {
+        for (i, p) in p.iter_mut().enumerate() {
+            let row = sdet * scene.sdet[i] + 0.0 * scene.odet[i];
+            for l in 0..LANES {
+                p[l] = fdet[l] * scene.fdet[i] + row + scene.pix0[i];
+            }
+        }
     }
-    let (x, y) = (dot(diffracted, src.frame.0), dot(diffracted, src.frame.1));
-    let r2 = x * x + y * y;
-    let cos_2psi = if r2 > 0.0 { (x * x - y * y) / r2 } else { 1.0 };
-    0.5 * (1.0 + cos2_sqr - kahn * cos_2psi * sin2_sqr)
+    let mut inv_r = [0.0; LANES];
+    for l in 0..LANES {
+        inv_r[l] = 1.0 / (p[0][l] * p[0][l] + p[1][l] * p[1][l] + p[2][l] * p[2][l]).sqrt();
+    }
+    let mut omega = [0.0; LANES];
+    if scene.point_pixel {
+        for l in 0..LANES {
+            omega[l] = inv_r[l] * inv_r[l];
+        }
+    } else {
+        let area = scene.pixel * scene.pixel * scene.close_distance;
+        for l in 0..LANES {
+            omega[l] = area * inv_r[l] * inv_r[l] * inv_r[l];
+        }
+    }
+    let d = std::array::from_fn(|i| std::array::from_fn(|l| p[i][l] * inv_r[l]));
+    (d, omega)
+}
+
+/// F (electrons) of source `src` at the diffracted directions `d`: sinθ/λ = |d − s₀|/2λ,
+/// interpolated in the table walked from `hint`.
+fn source_f(cubics: &StolCubics, src: &FastSource, d: &[Lanes; 3], hint: &mut usize) -> Lanes {
+    let mut stol = [0.0; LANES];
+    for l in 0..LANES {
+        let q: Vec3 = std::array::from_fn(|i| (d[i][l] - src.incident[i]) * src.inv_lambda);
+        stol[l] = 0.5 * (q[0] * q[0] + q[1] * q[1] + q[2] * q[2]).sqrt();
+    }
+    std::array::from_fn(|l| cubics.f_near(stol[l], hint))
+}
+
+/// [`polarization_factor`] of each lane's direction, with the source's frame given: with
+/// (x, y) the direction's components along the frame's E-vector and its normal, x² + y² is
+/// sin²2θ, so cos 2ψ·sin²2θ = x² − y² for ψ = atan2(y, x) (and 0 where both vanish, as C's
+/// atan2(0, 0) = 0 gives with sin²2θ = 0).
+fn polarization_lanes(kahn: f64, src: &FastSource, d: &[Lanes; 3]) -> Lanes {
+    let mut polar = [0.0; LANES];
+    let ((e, b), s) = (src.frame, src.incident);
+    for l in 0..LANES {
+        let cos2 = s[0] * d[0][l] + s[1] * d[1][l] + s[2] * d[2][l];
+        let (x, y) = (
+            d[0][l] * e[0] + d[1][l] * e[1] + d[2][l] * e[2],
+            d[0][l] * b[0] + d[1][l] * b[1] + d[2][l] * b[2],
+        );
+        polar[l] = 0.5 * (1.0 + cos2 * cos2 - kahn * (x * x - y * y));
+    }
+    polar
 }
 
 /// `image` of `exp` with the amorphous background of `scene` added (photons per pixel, in f32
@@ -250,11 +316,15 @@ fn fast_polarization(kahn: f64, src: &FastSource, diffracted: Vec3) -> f64 {
 pub fn add_amorphous_background(exp: &Experiment, scene: &BackgroundScene, image: &mut crate::render::Image) {
     let background = render_background_fast(scene);
     let active = exp.active_pixels();
-    for (i, (v, b)) in image.data.iter_mut().zip(&background).enumerate() {
-        if active.contains(i) {
-            *v += b;
+    let w = scene.width.max(1);
+    let rows = image.data.par_chunks_mut(w).zip(background.par_chunks(w));
+    rows.enumerate().for_each(|(slow, (out, row))| {
+        for (fast, (v, b)) in out.iter_mut().zip(row).enumerate() {
+            if active.contains(slow * w + fast) {
+                *v += b;
+            }
         }
-    }
+    });
     // the statistics C prints are of the image written
     image.statistics = None;
 }

@@ -242,16 +242,18 @@ fn gradients_equal_central_differences() {
 /// The rearranged loop renders C's loop's image: each pixel within 2 units in the last place
 /// of f32 (its f64 sum differs from C's by a few f64 units, then both round to f32), on the
 /// tilted, polarized, two-source scene and its variants (no polarization, point pixels, a
-/// curved detector, F instead of photons, an ROI).
+/// curved detector, F instead of photons, an ROI, rows of several lane groups with a partial last one).
 #[test]
 fn the_fast_loop_renders_cs_image() {
-    let variants: [fn(&mut BackgroundScene); 6] = [
+    let variants: [fn(&mut BackgroundScene); 8] = [
         |_| {},
         |s| s.polarization = None,
         |s| s.polarization = Some((0.0, [0.0, 0.0, 1.0])),
         |s| (s.point_pixel, s.curved) = (true, true),
         |s| s.fmap = true,
         |s| s.roi = (1, 3, 2, 4),
+        |s| (s.width, s.roi) = (19, (0, 18, 0, 4)),
+        |s| (s.width, s.roi) = (21, (9, 17, 1, 3)),
     ];
     for (k, vary) in variants.iter().enumerate() {
         let mut s = scene();
