@@ -4,7 +4,8 @@
 //! its helpers mirror that kernel's ([`pixel`]), so the two cover the same configurations.
 //!
 //! Rows of the region of interest are handed to the workers one at a time; every pixel is
-//! computed on its own, so the image does not depend on the thread count. C switches from
+//! computed on its own, so the image does not depend on the thread count. Pixels of a row go
+//! through the loop in groups, one per lane ([`pixel_lanes`]), with the bits of one at a time. C switches from
 //! tricubic to nearest-neighbour structure factors for good at the first point off the grid,
 //! in its loop order: a first pass finds the first pixel where that happens, and the rows from
 //! there on are rendered again with the switch in place (as the cube kernel does).
@@ -16,6 +17,7 @@ pub mod adjoint;
 pub mod inputs;
 pub mod lanes;
 pub mod pixel;
+pub mod pixel_lanes;
 pub mod real;
 pub mod vjp;
 
@@ -163,6 +165,9 @@ fn render_rows<F: Real, T: Real>(
 /// One image row inside the ROI: every shot's photons at its ROI columns into `out` (one slice
 /// per shot; masked pixels are left as they are, 0).
 fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usize>, out: &mut [&mut [T]]) -> RowSums {
+    if pixel_lanes::covers(inp) {
+        return render_row_lanes(inp, slow, out);
+    }
     let (mut omega, mut left_grid_at) = (0.0, None);
     for (c, fast) in inp.cols.clone().enumerate() {
         if !is_rendered(inp, slow, fast) {
@@ -183,6 +188,35 @@ fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usi
         }
     }
     RowSums { omega, left_grid_at }
+}
+
+/// [`render_row`] by [`pixel_lanes::PIXEL_LANES`] rendered pixels at a time (the last group
+/// padded with its last pixel); without tricubic interpolation no pixel leaves the grid.
+fn render_row_lanes<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, out: &mut [&mut [T]]) -> RowSums {
+    let mut omega = 0.0;
+    let columns: Vec<(usize, usize)> = inp
+        .cols
+        .clone()
+        .enumerate()
+        .filter(|&(_, fast)| is_rendered(inp, slow, fast))
+        .collect();
+    for group in columns.chunks(pixel_lanes::PIXEL_LANES) {
+        let fast = std::array::from_fn(|l| group[l.min(group.len() - 1)].1);
+        for (shot, &scale) in inp.scales.iter().enumerate() {
+            let rows = &inp.orientations[shot * inp.per_shot..(shot + 1) * inp.per_shot];
+            let values = pixel_lanes::pixel_photons_lanes(inp, rows, slow, fast);
+            for (&(c, _), value) in group.iter().zip(&values) {
+                out[shot][c] = T::of(value.photons.to_f64() * scale);
+                if shot == 0 {
+                    omega += value.omega.to_f64();
+                }
+            }
+        }
+    }
+    RowSums {
+        omega,
+        left_grid_at: None,
+    }
 }
 
 /// Whether pixel (slow, fast), inside the ROI, is rendered (not masked).
