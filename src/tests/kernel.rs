@@ -217,39 +217,9 @@ fn batched_shots_through_the_kernel_equal_single_renders() {
     assert_ne!(batch[0].data, batch[2].data, "the shots differ");
 }
 
-/// C flags of a random configuration: crystal shape, structure factors, polarization,
-/// resolution cut, water, detector form, sensor, sampling and its flags, ROI, sources and
-/// orientations, each drawn independently.
+/// C flags of a random configuration ([`common::pixel_loop_configuration`]), N whole from 3 to 8.
 fn configuration() -> impl Strategy<Value = String> {
-    let shape = prop::sample::select(vec!["", "-round_xtal", "-gauss_xtal", "-tophat_spots"]);
-    let polar = prop::sample::select(vec!["", "-nopolar", "-polar 0.6"]);
-    let extras = prop::collection::vec(
-        prop::sample::select(vec![
-            "-dmin 8",
-            "-water 50",
-            "-curved_det",
-            "-point_pixel",
-            "-detector_thick 100 -detector_thicksteps 2 -detector_abs 300",
-            "-oversample_omega",
-            "-oversample_thick",
-            "-oversample_polar",
-            "-roi 3 20 5 17",
-            "-divergence 1 -divsteps 2",
-            "-dispersion 1 -dispsteps 2",
-            "-mosaic 0.4 -mosaic_dom 3",
-            "-phi 5 -osc 1 -phisteps 2",
-            "-misset 5 10 15",
-            "-twotheta 5",
-        ]),
-        0..5,
-    );
-    (shape, polar, extras, 1usize..4, 3.0f64..8.0).prop_map(|(shape, polar, extras, os, n)| {
-        format!(
-            "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N {n:.0} -distance 100 -pixel 0.3 \
-             -detpixels 24 -oversample {os} {shape} {polar} {}",
-            extras.join(" ")
-        )
-    })
+    common::pixel_loop_configuration((3.0f64..8.0).prop_map(|n| format!("{n:.0}")), 1..4)
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! `extern crate self as nanobragg` in test builds).
 
 #[path = "../../tests/integration/common.rs"]
-mod common;
+pub(crate) mod common;
 
 mod concurrency;
 mod derivatives;

@@ -449,6 +449,46 @@ pub fn gradients_disagree(label: &str, got: &[f64], want: &[f64]) -> Option<Stri
     (want.len() > 1 && cosine < 0.9999).then(|| format!("{label}: {got:?} against {want:?} (cosine {cosine})"))
 }
 
+/// C flags of a random configuration of the per-pixel loops on a 24² detector: crystal shape,
+/// polarization, resolution cut, water, detector form, sensor, sampling and its products, ROI,
+/// sources and orientations, each drawn independently; N (`-N`) from `n`, sub-pixels per side
+/// from `oversample`.
+pub fn pixel_loop_configuration(
+    n: impl proptest::strategy::Strategy<Value = String>,
+    oversample: std::ops::Range<usize>,
+) -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let shape = prop::sample::select(vec!["", "-round_xtal", "-gauss_xtal", "-tophat_spots"]);
+    let polar = prop::sample::select(vec!["", "-nopolar", "-polar 0.6"]);
+    let extras = prop::collection::vec(
+        prop::sample::select(vec![
+            "-dmin 8",
+            "-water 50",
+            "-curved_det",
+            "-point_pixel",
+            "-detector_thick 100 -detector_thicksteps 2 -detector_abs 300",
+            "-oversample_omega",
+            "-oversample_thick",
+            "-oversample_polar",
+            "-roi 3 20 5 17",
+            "-divergence 1 -divsteps 2",
+            "-dispersion 1 -dispsteps 2",
+            "-mosaic 0.4 -mosaic_dom 3",
+            "-phi 5 -osc 1 -phisteps 2",
+            "-misset 5 10 15",
+            "-twotheta 5",
+        ]),
+        0..5,
+    );
+    (shape, polar, extras, oversample, n).prop_map(|(shape, polar, extras, os, n)| {
+        format!(
+            "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N {n} -distance 100 -pixel 0.3 \
+             -detpixels 24 -oversample {os} {shape} {polar} {}",
+            extras.join(" ")
+        )
+    })
+}
+
 /// Configurations for the adjoints' tests (the cube kernel's and the native loop's) across
 /// what they cover, on a small detector.
 pub mod adjoint_cases {

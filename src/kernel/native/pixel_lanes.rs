@@ -262,6 +262,7 @@ mod tests {
     use crate::kernel::job::PixelJob;
     use crate::kernel::native::pixel::pixel_photons;
     use crate::scene::Scene;
+    use crate::tests::common;
     use proptest::prelude::*;
 
     /// Every pixel of `flags`' ROI in precision `F`, by lane groups (columns `stride` apart from
@@ -305,40 +306,11 @@ mod tests {
         compared
     }
 
-    /// C flags of a random configuration the lanes cover: crystal shape, N (whole, on the
-    /// recurrence or past it, and fractional), polarization, resolution cut, water, detector
-    /// form, sensor, sampling and its products, ROI, sources and orientations.
+    /// C flags of a random configuration the lanes cover ([`common::pixel_loop_configuration`]),
+    /// N whole, on the lattice sum's recurrence or past it, and fractional.
     fn configuration() -> impl Strategy<Value = String> {
-        let shape = prop::sample::select(vec!["", "-round_xtal", "-gauss_xtal", "-tophat_spots"]);
-        let n = prop::sample::select(vec!["1", "3", "5", "2.5", "40"]);
-        let polar = prop::sample::select(vec!["", "-nopolar", "-polar 0.6"]);
-        let extras = prop::collection::vec(
-            prop::sample::select(vec![
-                "-dmin 8",
-                "-water 50",
-                "-curved_det",
-                "-point_pixel",
-                "-detector_thick 100 -detector_thicksteps 2 -detector_abs 300",
-                "-oversample_omega",
-                "-oversample_thick",
-                "-oversample_polar",
-                "-roi 3 20 5 17",
-                "-divergence 1 -divsteps 2",
-                "-dispersion 1 -dispsteps 2",
-                "-mosaic 0.4 -mosaic_dom 3",
-                "-phi 5 -osc 1 -phisteps 2",
-                "-misset 5 10 15",
-                "-twotheta 5",
-            ]),
-            0..5,
-        );
-        (shape, n, polar, extras, 1usize..3).prop_map(|(shape, n, polar, extras, os)| {
-            format!(
-                "-default_F 100 -cell 100 100 100 90 90 90 -lambda 6.2 -N {n} -distance 100 -pixel 0.3 \
-                 -detpixels 24 -oversample {os} {shape} {polar} {}",
-                extras.join(" ")
-            )
-        })
+        let n = prop::sample::select(vec!["1", "3", "5", "2.5", "40"]).prop_map(String::from);
+        common::pixel_loop_configuration(n, 1..3)
     }
 
     proptest! {
