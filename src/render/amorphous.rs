@@ -249,18 +249,9 @@ fn pixel_group(
 /// coordinates (`fdet[l]`, `sdet`) (m).
 fn directions(scene: &BackgroundScene, fdet: &Lanes, sdet: f64) -> ([Lanes; 3], Lanes) {
     let mut p = [[0.0; LANES]; 3];
-    if scene.curved {
-        for l in 0..LANES {
-            let position = scene.position(fdet[l], sdet);
-            (p[0][l], p[1][l], p[2][l]) = (position[0], position[1], position[2]);
-        }
-    } else {
-        for (i, p) in p.iter_mut().enumerate() {
-            let row = sdet * scene.sdet[i] + 0.0 * scene.odet[i];
-            for l in 0..LANES {
-                p[l] = fdet[l] * scene.fdet[i] + row + scene.pix0[i];
-            }
-        }
+    for l in 0..LANES {
+        let position = scene.position(fdet[l], sdet);
+        (p[0][l], p[1][l], p[2][l]) = (position[0], position[1], position[2]);
     }
     let mut inv_r = [0.0; LANES];
     for l in 0..LANES {

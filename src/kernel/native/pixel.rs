@@ -365,16 +365,7 @@ pub fn pixel_photons<F: Real>(
                             polar_found = true;
                         }
                     }
-                    let mut factor = F::ONE;
-                    if sw.oversample_thick && sw.sensor {
-                        factor *= capture;
-                    }
-                    if sw.oversample_polar && sw.polar {
-                        factor *= polar;
-                    }
-                    if sw.oversample_omega {
-                        factor *= omega;
-                    }
+                    let factor = term_factor(sw, capture, polar, omega);
                     for row in &rows[si * per_source..(si + 1) * per_source] {
                         let hkl = miller_index(row, d);
                         let f_latt = lattice_factor(p, hkl, sw);
@@ -401,25 +392,68 @@ pub fn pixel_photons<F: Real>(
             }
         }
     }
-    let mut photons = running;
-    if sw.sensor && !sw.oversample_thick {
-        photons *= capture_last;
-    }
-    if !sw.oversample_polar {
-        photons *= polar_first;
-    }
-    if !sw.oversample_omega {
-        photons *= omega_first;
-    }
-    let omega = if sw.oversample_omega {
-        omega_total
-    } else {
-        omega_first * F::of((inp.layers * os * os) as f64)
+    let sums = PixelSums {
+        running,
+        capture_last,
+        polar_first,
+        omega_first,
+        omega_total,
     };
-    Pixel {
-        photons,
-        omega,
-        left_grid,
+    sums.finish(sw, inp.layers * os * os, left_grid)
+}
+
+/// The factor of a term under the `-oversample_*` products: the capture fraction, polarization
+/// factor and solid angle of its sample, each where its flag asks for it per sample.
+#[inline]
+pub(super) fn term_factor<F: Real>(sw: &Switches, capture: F, polar: F, omega: F) -> F {
+    let mut factor = F::ONE;
+    if sw.oversample_thick && sw.sensor {
+        factor *= capture;
+    }
+    if sw.oversample_polar && sw.polar {
+        factor *= polar;
+    }
+    if sw.oversample_omega {
+        factor *= omega;
+    }
+    factor
+}
+
+/// What one pixel's loop leaves: its running sum and the factors C caches per pixel (the last
+/// layer's first capture fraction, the first polarization factor, the first and summed solid
+/// angles, sr).
+pub(super) struct PixelSums<F> {
+    pub running: F,
+    pub capture_last: F,
+    pub polar_first: F,
+    pub omega_first: F,
+    pub omega_total: F,
+}
+
+impl<F: Real> PixelSums<F> {
+    /// The [`Pixel`] of `steps` samples: the cached factors the `-oversample_*` products did
+    /// not take per sample applied once, and its Σω.
+    #[inline]
+    pub(super) fn finish(self, sw: &Switches, steps: usize, left_grid: bool) -> Pixel<F> {
+        let mut photons = self.running;
+        if sw.sensor && !sw.oversample_thick {
+            photons *= self.capture_last;
+        }
+        if !sw.oversample_polar {
+            photons *= self.polar_first;
+        }
+        if !sw.oversample_omega {
+            photons *= self.omega_first;
+        }
+        let omega = match sw.oversample_omega {
+            true => self.omega_total,
+            false => self.omega_first * F::of(steps as f64),
+        };
+        Pixel {
+            photons,
+            omega,
+            left_grid,
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 use super::inputs::{Inputs, Params, Row, V3};
 use super::pixel::{
     capture_fraction, counted, curved_position, dot, kahn_factor, lattice_factor, miller_index, sample_position,
-    scaled, solid_angle, stol, structure_factor, Pixel,
+    scaled, solid_angle, stol, structure_factor, term_factor, Pixel, PixelSums,
 };
 use super::real::{is_whole, Real};
 use crate::base::series::{CHEBYSHEV_MAX_N, SINCG_EPS};
@@ -163,43 +163,20 @@ impl<F: Real> Accumulators<F> {
 
     /// The `-oversample_*` products' factor of each lane's term.
     fn factor(&self, sw: &Switches, polar: &Lanes<F>, omega: &Lanes<F>) -> Lanes<F> {
-        from_fn(|l| {
-            let mut factor = F::ONE;
-            if sw.oversample_thick && sw.sensor {
-                factor *= self.capture[l];
-            }
-            if sw.oversample_polar && sw.polar {
-                factor *= polar[l];
-            }
-            if sw.oversample_omega {
-                factor *= omega[l];
-            }
-            factor
-        })
+        from_fn(|l| term_factor(sw, self.capture[l], polar[l], omega[l]))
     }
 
     /// Each lane's [`Pixel`], from its `steps` samples.
     fn finish(self, sw: &Switches, steps: usize) -> [Pixel<F>; PIXEL_LANES] {
         from_fn(|l| {
-            let mut photons = self.running[l];
-            if sw.sensor && !sw.oversample_thick {
-                photons *= self.capture_last[l];
-            }
-            if !sw.oversample_polar {
-                photons *= self.polar_first[l];
-            }
-            if !sw.oversample_omega {
-                photons *= self.omega_first[l];
-            }
-            let omega = match sw.oversample_omega {
-                true => self.omega_total[l],
-                false => self.omega_first[l] * F::of(steps as f64),
+            let sums = PixelSums {
+                running: self.running[l],
+                capture_last: self.capture_last[l],
+                polar_first: self.polar_first[l],
+                omega_first: self.omega_first[l],
+                omega_total: self.omega_total[l],
             };
-            Pixel {
-                photons,
-                omega,
-                left_grid: false,
-            }
+            sums.finish(sw, steps, false)
         })
     }
 }
@@ -224,14 +201,11 @@ fn lattice_factors<F: Real>(p: &Params<F>, hkl: &[V3<F>; PIXEL_LANES], sw: &Swit
 
 /// [`super::pixel::sincg`] of each lane's h for one N.
 fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
-    let delta: Lanes<F> = h.map(|h| h - (h + F::of(0.5)).floor());
     let whole = n.to_f64();
     if !(whole <= CHEBYSHEV_MAX_N && is_whole(whole)) {
-        return from_fn(|l| match delta[l].abs() < F::of(SINCG_EPS) {
-            true => n,
-            false => (n * delta[l]).sin_pi() / delta[l].sin_pi(),
-        });
+        return h.map(|h| super::pixel::sincg(h, n));
     }
+    let delta: Lanes<F> = h.map(|h| h - (h + F::of(0.5)).floor());
     let u = chebyshev_u(delta.map(|d| d.cos_pi_small()), whole as usize - 1);
     from_fn(|l| match delta[l].abs() < F::of(SINCG_EPS) {
         true => n,
@@ -314,7 +288,13 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
+        // a fixed seed: the same cases every run (a property test here must not flake)
+        #![proptest_config(ProptestConfig {
+            cases: 24,
+            failure_persistence: None,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x6e62_1a9e),
+            ..ProptestConfig::default()
+        })]
         #[test]
         fn random_configurations_give_one_pixel_at_a_times_bits(flags in configuration()) {
             // some are blank (a narrow spot between pixels): the cases below are not
