@@ -88,6 +88,11 @@ pub struct Inputs<F> {
 }
 
 impl<F: Real> Inputs<F> {
+    /// The orientation rows of shot `shot` (sources × φ × mosaic).
+    pub fn orientations_of(&self, shot: usize) -> &[Row<F>] {
+        &self.orientations[shot * self.per_shot..(shot + 1) * self.per_shot]
+    }
+
     pub fn new(job: &PixelJob) -> Self {
         let c = |i: usize| usize::try_from(job.counts[i]).unwrap_or(0);
         let grid_counts = [0, 1, 2].map(|a| job.counts[at::HKL_COUNT + a]);

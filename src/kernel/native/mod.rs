@@ -30,6 +30,7 @@ use crate::render::image::Image;
 use crate::render::RenderOptions;
 use crate::scene::Scene;
 use inputs::Inputs;
+use multiversion::multiversion;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -176,7 +177,7 @@ fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usi
         let pixel = slow * inp.fpixels + fast;
         let nearest_now = switch.is_some_and(|s| pixel > s);
         for (shot, &scale) in inp.scales.iter().enumerate() {
-            let rows = &inp.orientations[shot * inp.per_shot..(shot + 1) * inp.per_shot];
+            let rows = inp.orientations_of(shot);
             let value = pixel::pixel_photons(inp, rows, slow, fast, nearest_now);
             out[shot][c] = T::of(value.photons.to_f64() * scale);
             if shot == 0 {
@@ -192,6 +193,8 @@ fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usi
 
 /// [`render_row`] by [`pixel_lanes::PIXEL_LANES`] rendered pixels at a time (the last group
 /// padded with its last pixel); without tricubic interpolation no pixel leaves the grid.
+/// Compiled for the widest vector instructions the CPU has.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
 fn render_row_lanes<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, out: &mut [&mut [T]]) -> RowSums {
     let mut omega = 0.0;
     let columns: Vec<(usize, usize)> = inp
@@ -203,7 +206,7 @@ fn render_row_lanes<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, out: &mut [&
     for group in columns.chunks(pixel_lanes::PIXEL_LANES) {
         let fast = std::array::from_fn(|l| group[l.min(group.len() - 1)].1);
         for (shot, &scale) in inp.scales.iter().enumerate() {
-            let rows = &inp.orientations[shot * inp.per_shot..(shot + 1) * inp.per_shot];
+            let rows = inp.orientations_of(shot);
             let values = pixel_lanes::pixel_photons_lanes(inp, rows, slow, fast);
             for (&(c, _), value) in group.iter().zip(&values) {
                 out[shot][c] = T::of(value.photons.to_f64() * scale);

@@ -35,6 +35,7 @@ pub fn covers<F>(inp: &Inputs<F>) -> bool {
 }
 
 /// [`pixel_photons`] of pixels (slow, `fast[l]`) over the orientation rows `rows` of their shot.
+#[inline(always)]
 pub fn pixel_photons_lanes<F: Real>(
     inp: &Inputs<F>,
     rows: &[Row<F>],
@@ -183,6 +184,7 @@ impl<F: Real> Accumulators<F> {
 
 /// [`lattice_factor`] of each lane's (h, k, l): the SQUARE shape's sincg step by step across
 /// the lanes, the other shapes one lane at a time.
+#[inline]
 fn lattice_factors<F: Real>(p: &Params<F>, hkl: &[V3<F>; PIXEL_LANES], sw: &Switches) -> Lanes<F> {
     if !sw.square {
         return from_fn(|l| lattice_factor(p, hkl[l], sw));
@@ -200,6 +202,7 @@ fn lattice_factors<F: Real>(p: &Params<F>, hkl: &[V3<F>; PIXEL_LANES], sw: &Swit
 }
 
 /// [`super::pixel::sincg`] of each lane's h for one N.
+#[inline]
 fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
     let whole = n.to_f64();
     if !(whole <= CHEBYSHEV_MAX_N && is_whole(whole)) {
@@ -214,6 +217,7 @@ fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
 }
 
 /// U_k(c) per lane, by the scalar recurrence.
+#[inline]
 fn chebyshev_u<F: Real>(c: Lanes<F>, k: usize) -> Lanes<F> {
     if k == 0 {
         return [F::ONE; PIXEL_LANES];
@@ -255,7 +259,7 @@ mod tests {
         let job = PixelJob::new(&exp, &Scene::new(&exp));
         let inp = Inputs::<F>::new(&job);
         assert!(covers(&inp), "{flags}");
-        let rows = &inp.orientations[..inp.per_shot];
+        let rows = inp.orientations_of(0);
         let (cols, mut compared) = (inp.cols.clone(), 0);
         for slow in inp.rows.clone() {
             for (i, first) in cols.clone().enumerate() {

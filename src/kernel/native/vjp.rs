@@ -240,7 +240,7 @@ fn pixel_adjoint(inp: &Inputs<f64>, slow: usize, fast: usize, weight: f64, switc
     let pixel = slow * inp.fpixels + fast;
     let pass = Pass {
         inp,
-        rows: &inp.orientations[..inp.per_shot],
+        rows: inp.orientations_of(0),
         slow,
         fast,
         first: adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0),

@@ -198,6 +198,12 @@ pub(crate) fn ray(
     #[comptime] curved: bool,
 ) -> Ray {
     let coords = detector_coordinates(params, slow, fast, os, t, sub_s, sub_f);
+    ray_at(params, coords, curved)
+}
+
+/// The ray of the sample at detector coordinates `coords` (Fdet, Sdet, Odet) (m).
+#[cube]
+pub(crate) fn ray_at(params: &Array<f32>, coords: Vec3, #[comptime] curved: bool) -> Ray {
     let pos = lab_position(params, coords.x, coords.y, coords.z, curved);
     let r = dot(pos, pos).sqrt();
     Ray {
@@ -370,19 +376,6 @@ mod tests {
             .take(n)
             .map(|c| c.map(rounded))
             .collect()
-    }
-
-    /// A sample's ray from its detector coordinates (m), as [`ray`] builds it from the pixel
-    /// indices.
-    #[cube]
-    fn ray_at(params: &Array<f32>, coords: Vec3, #[comptime] curved: bool) -> Ray {
-        let pos = lab_position(params, coords.x, coords.y, coords.z, curved);
-        let r = dot(pos, pos).sqrt();
-        Ray {
-            coords,
-            d: scaled(pos, 1.0 / r),
-            r,
-        }
     }
 
     /// Each sample's lab position and solid angle ([`FORWARD`] numbers) from its detector
