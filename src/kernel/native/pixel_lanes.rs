@@ -29,6 +29,17 @@ pub const PIXEL_LANES: usize = 8;
 /// A value per lane.
 type Lanes<F> = [F; PIXEL_LANES];
 
+/// `g(l)` of each lane `l` in order: [`std::array::from_fn`] always inlined, so that each step
+/// across the lanes compiles with the caller's vector instructions (its AVX-512 or AVX2 clone).
+#[inline(always)]
+fn each<T: Copy>(mut g: impl FnMut(usize) -> T) -> Lanes<T> {
+    let mut lanes = [g(0); PIXEL_LANES];
+    for (l, lane) in lanes.iter_mut().enumerate().skip(1) {
+        *lane = g(l);
+    }
+    lanes
+}
+
 /// Whether the lanes render `inp`'s pixels: every configuration but tricubic structure factors.
 pub fn covers<F>(inp: &Inputs<F>) -> bool {
     !inp.sw.tricubic
@@ -55,25 +66,25 @@ pub fn pixel_photons_lanes<F: Real>(
                 acc.add_sample(&sample.omega, t == 0 && first_of_layer);
                 if sw.sensor {
                     if first_of_layer || sw.oversample_thick {
-                        acc.capture = from_fn(|l| capture_fraction(p, dot(sample.d[l], p.odet), layer));
+                        acc.capture = each(|l| capture_fraction(p, dot(sample.d[l], p.odet), layer));
                     }
                     if first_of_layer {
                         acc.capture_last = acc.capture;
                     }
                 }
                 for (si, source) in inp.sources.iter().enumerate() {
-                    let kept: [bool; PIXEL_LANES] = from_fn(|l| !sw.dmin || stol(sample.d[l], source) <= p.stol_max);
+                    let kept: [bool; PIXEL_LANES] = each(|l| !sw.dmin || stol(sample.d[l], source) <= p.stol_max);
                     if !kept.contains(&true) {
                         continue;
                     }
                     let mut polar = [F::ONE; PIXEL_LANES];
                     if sw.polar {
-                        polar = from_fn(|l| kahn_factor(source, sample.d[l], p.kahn));
+                        polar = each(|l| kahn_factor(source, sample.d[l], p.kahn));
                         acc.first_polarization(&polar, &kept);
                     }
                     let factor = acc.factor(sw, &polar, &sample.omega);
                     for row in &rows[si * per_source..(si + 1) * per_source] {
-                        let hkl: [V3<F>; PIXEL_LANES] = from_fn(|l| miller_index(row, sample.d[l]));
+                        let hkl: [V3<F>; PIXEL_LANES] = each(|l| miller_index(row, sample.d[l]));
                         let f_latt = lattice_factors(p, &hkl, sw);
                         for l in (0..PIXEL_LANES).filter(|&l| kept[l] && counted(f_latt[l], sw)) {
                             let f_cell = structure_factor(inp, hkl[l], false);
@@ -99,21 +110,22 @@ struct Samples<F> {
 
 impl<F: Real> Samples<F> {
     /// The samples at sub-pixel `sub` (slow, fast) of layer `layer` of pixels (slow, `fast[l]`).
+    #[inline(always)]
     fn at(inp: &Inputs<F>, slow: usize, fast: &[usize; PIXEL_LANES], sub: (usize, usize), layer: F) -> Self {
         let (p, os) = (&inp.p, inp.oversample);
         let half = p.subpixel * F::of(0.5);
         let sdet = p.subpixel * F::of((slow * os + sub.0) as f64) + half;
-        let mut pos: [V3<F>; PIXEL_LANES] = from_fn(|l| {
+        let mut pos: [V3<F>; PIXEL_LANES] = each(|l| {
             let fdet = p.subpixel * F::of((fast[l] * os + sub.1) as f64) + half;
             sample_position(p, fdet, sdet, layer * p.layer_step)
         });
         if inp.sw.curved {
             pos = pos.map(|x| curved_position(p, x));
         }
-        let r: Lanes<F> = from_fn(|l| dot(pos[l], pos[l]).sqrt());
+        let r: Lanes<F> = each(|l| dot(pos[l], pos[l]).sqrt());
         Self {
-            d: from_fn(|l| scaled(pos[l], F::ONE / r[l])),
-            omega: from_fn(|l| solid_angle(p, r[l], inp.sw.point_pixel)),
+            d: each(|l| scaled(pos[l], F::ONE / r[l])),
+            omega: each(|l| solid_angle(p, r[l], inp.sw.point_pixel)),
         }
     }
 }
@@ -130,6 +142,7 @@ struct Accumulators<F> {
 }
 
 impl<F: Real> Accumulators<F> {
+    #[inline(always)]
     fn new(i_bg: F, polar: bool) -> Self {
         Self {
             running: [i_bg; PIXEL_LANES],
@@ -143,6 +156,7 @@ impl<F: Real> Accumulators<F> {
     }
 
     /// A sample's solid angle into Σω, and as the pixel's first where `first`.
+    #[inline(always)]
     fn add_sample(&mut self, omega: &Lanes<F>, first: bool) {
         if first {
             self.omega_first = *omega;
@@ -153,6 +167,7 @@ impl<F: Real> Accumulators<F> {
     }
 
     /// The first polarization factor of each lane whose sample was kept.
+    #[inline(always)]
     fn first_polarization(&mut self, polar: &Lanes<F>, kept: &[bool; PIXEL_LANES]) {
         for l in 0..PIXEL_LANES {
             if kept[l] && !self.polar_found[l] {
@@ -163,11 +178,13 @@ impl<F: Real> Accumulators<F> {
     }
 
     /// The `-oversample_*` products' factor of each lane's term.
+    #[inline(always)]
     fn factor(&self, sw: &Switches, polar: &Lanes<F>, omega: &Lanes<F>) -> Lanes<F> {
-        from_fn(|l| term_factor(sw, self.capture[l], polar[l], omega[l]))
+        each(|l| term_factor(sw, self.capture[l], polar[l], omega[l]))
     }
 
     /// Each lane's [`Pixel`], from its `steps` samples.
+    #[inline(always)]
     fn finish(self, sw: &Switches, steps: usize) -> [Pixel<F>; PIXEL_LANES] {
         from_fn(|l| {
             let sums = PixelSums {
@@ -184,15 +201,15 @@ impl<F: Real> Accumulators<F> {
 
 /// [`lattice_factor`] of each lane's (h, k, l): the SQUARE shape's sincg step by step across
 /// the lanes, the other shapes one lane at a time.
-#[inline]
+#[inline(always)]
 fn lattice_factors<F: Real>(p: &Params<F>, hkl: &[V3<F>; PIXEL_LANES], sw: &Switches) -> Lanes<F> {
     if !sw.square {
-        return from_fn(|l| lattice_factor(p, hkl[l], sw));
+        return each(|l| lattice_factor(p, hkl[l], sw));
     }
     let mut f = [F::ONE; PIXEL_LANES];
     for (axis, n) in p.n.into_iter().enumerate() {
         if n > F::ONE {
-            let g = sincg(from_fn(|l| hkl[l][axis]), n);
+            let g = sincg(each(|l| hkl[l][axis]), n);
             for l in 0..PIXEL_LANES {
                 f[l] *= g[l];
             }
@@ -202,7 +219,7 @@ fn lattice_factors<F: Real>(p: &Params<F>, hkl: &[V3<F>; PIXEL_LANES], sw: &Swit
 }
 
 /// [`super::pixel::sincg`] of each lane's h for one N.
-#[inline]
+#[inline(always)]
 fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
     let whole = n.to_f64();
     if !(whole <= CHEBYSHEV_MAX_N && is_whole(whole)) {
@@ -210,14 +227,14 @@ fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
     }
     let delta: Lanes<F> = h.map(|h| h - (h + F::of(0.5)).floor());
     let u = chebyshev_u(delta.map(|d| d.cos_pi_small()), whole as usize - 1);
-    from_fn(|l| match delta[l].abs() < F::of(SINCG_EPS) {
+    each(|l| match delta[l].abs() < F::of(SINCG_EPS) {
         true => n,
         false => u[l],
     })
 }
 
 /// U_k(c) per lane, by the scalar recurrence.
-#[inline]
+#[inline(always)]
 fn chebyshev_u<F: Real>(c: Lanes<F>, k: usize) -> Lanes<F> {
     if k == 0 {
         return [F::ONE; PIXEL_LANES];
