@@ -109,9 +109,12 @@ pub fn kahn_factor<F: Real>(s: &Source<F>, d: V3<F>, kahn: F) -> F {
 }
 
 /// The fractional Miller indices (h, k, l) of direction `d` in orientation `row`.
-#[inline]
+/// Written out, not `array::map`, so that it inlines wherever it is called: an out-of-line
+/// `map` would leave the forward lanes' vector clones for the baseline build's code.
+#[inline(always)]
 pub fn miller_index<F: Real>(row: &Row<F>, d: V3<F>) -> V3<F> {
-    [0, 1, 2].map(|v| dot(d, row.axes[v]) - row.offset[v])
+    let index = |v: usize| dot(d, row.axes[v]) - row.offset[v];
+    [index(0), index(1), index(2)]
 }
 
 /// x − ceil(x − ½) ∈ (−½, ½] (C's rounding, ties down).
@@ -181,7 +184,7 @@ pub fn lattice_factor<F: Real>(p: &Params<F>, hkl: V3<F>, sw: &Switches) -> F {
         }
         return f;
     }
-    let delta = hkl.map(fractional);
+    let delta = [fractional(hkl[0]), fractional(hkl[1]), fractional(hkl[2])];
     if sw.round {
         let r2 = dot(
             [delta[0] * na, delta[1] * nb, delta[2] * nc],

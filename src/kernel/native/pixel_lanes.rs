@@ -29,8 +29,9 @@ pub const PIXEL_LANES: usize = 8;
 /// A value per lane.
 type Lanes<F> = [F; PIXEL_LANES];
 
-/// `g(l)` of each lane `l` in order: [`std::array::from_fn`] always inlined, so that each step
-/// across the lanes compiles with the caller's vector instructions (its AVX-512 or AVX2 clone).
+/// `g(l)` of each lane `l` in order: [`std::array::from_fn`] (or `array::map`) always inlined,
+/// so that each step across the lanes compiles with the caller's vector instructions (its
+/// AVX-512 or AVX2 clone) instead of calling the baseline build's copy of the step.
 #[inline(always)]
 fn each<T: Copy>(mut g: impl FnMut(usize) -> T) -> Lanes<T> {
     let mut lanes = [g(0); PIXEL_LANES];
@@ -120,7 +121,7 @@ impl<F: Real> Samples<F> {
             sample_position(p, fdet, sdet, layer * p.layer_step)
         });
         if inp.sw.curved {
-            pos = pos.map(|x| curved_position(p, x));
+            pos = each(|l| curved_position(p, pos[l]));
         }
         let r: Lanes<F> = each(|l| dot(pos[l], pos[l]).sqrt());
         Self {
@@ -223,10 +224,10 @@ fn lattice_factors<F: Real>(p: &Params<F>, hkl: &[V3<F>; PIXEL_LANES], sw: &Swit
 fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
     let whole = n.to_f64();
     if !(whole <= CHEBYSHEV_MAX_N && is_whole(whole)) {
-        return h.map(|h| super::pixel::sincg(h, n));
+        return each(|l| super::pixel::sincg(h[l], n));
     }
-    let delta: Lanes<F> = h.map(|h| h - (h + F::of(0.5)).floor());
-    let u = chebyshev_u(delta.map(|d| d.cos_pi_small()), whole as usize - 1);
+    let delta: Lanes<F> = each(|l| h[l] - (h[l] + F::of(0.5)).floor());
+    let u = chebyshev_u(each(|l| delta[l].cos_pi_small()), whole as usize - 1);
     each(|l| match delta[l].abs() < F::of(SINCG_EPS) {
         true => n,
         false => u[l],
@@ -239,7 +240,7 @@ fn chebyshev_u<F: Real>(c: Lanes<F>, k: usize) -> Lanes<F> {
     if k == 0 {
         return [F::ONE; PIXEL_LANES];
     }
-    let two_c = c.map(|c| c + c);
+    let two_c = each(|l| c[l] + c[l]);
     let (mut previous, mut current) = ([F::ONE; PIXEL_LANES], two_c);
     for _ in 1..k {
         for l in 0..PIXEL_LANES {

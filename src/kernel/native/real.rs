@@ -48,7 +48,7 @@ pub trait Real:
 /// cos(π·t) for |t| ≤ ½ (x = π·t ∈ [−π/2, π/2]): its Taylor polynomial to x²², whose
 /// truncation error (below 1e-19) is under half an ulp of f64, so the result is within a few
 /// ulp of libm's cosine at a fraction of its cost (no argument reduction, no branches).
-#[inline]
+#[inline(always)]
 pub fn cos_pi_small(t: f64) -> f64 {
     let x = t * PI;
     let x2 = x * x;
@@ -57,14 +57,14 @@ pub fn cos_pi_small(t: f64) -> f64 {
 }
 
 /// Σ_j c_j·y^j by Horner's rule (`c` from the lowest power up, taken from the highest down).
-#[inline]
+#[inline(always)]
 fn horner(c: &[f64], y: f64) -> f64 {
     c.iter().rev().fold(0.0, |acc, &c| acc * y + c)
 }
 
 /// sin(π·t) for |t| ≤ ½ (x = π·t ∈ [−π/2, π/2]): its Taylor polynomial to x²³ (truncation
 /// error below 1e-20), within a few ulp of libm's sine, as [`cos_pi_small`].
-#[inline]
+#[inline(always)]
 pub fn sin_pi_small(t: f64) -> f64 {
     let x = t * PI;
     let x2 = x * x;
@@ -83,19 +83,19 @@ macro_rules! real {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
-            #[inline]
+            #[inline(always)]
             fn of(v: f64) -> Self {
                 v as $t
             }
-            #[inline]
+            #[inline(always)]
             fn to_f64(self) -> f64 {
                 self as f64
             }
-            #[inline]
+            #[inline(always)]
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
             }
-            #[inline]
+            #[inline(always)]
             fn exp(self) -> Self {
                 <$t>::exp(self)
             }
@@ -103,7 +103,7 @@ macro_rules! real {
             /// fraction bit (above it every float is whole): x86-64's baseline (SSE2) has no
             /// rounding instruction, and the libm call costs more than the conversion.
             /// Equal to `ceil` except for the sign of a zero result.
-            #[inline]
+            #[inline(always)]
             fn ceil(self) -> Self {
                 if self.abs() < $exact {
                     let whole = self as i64 as $t;
@@ -117,7 +117,7 @@ macro_rules! real {
                 }
             }
             /// ⌊x⌋, as [`Real::ceil`].
-            #[inline]
+            #[inline(always)]
             fn floor(self) -> Self {
                 if self.abs() < $exact {
                     let whole = self as i64 as $t;
@@ -130,25 +130,25 @@ macro_rules! real {
                     self
                 }
             }
-            #[inline]
+            #[inline(always)]
             fn abs(self) -> Self {
                 <$t>::abs(self)
             }
-            #[inline]
+            #[inline(always)]
             fn sin_pi(self) -> Self {
                 let f: fn($t) -> $t = $sin_pi;
                 f(self)
             }
-            #[inline]
+            #[inline(always)]
             fn cos_pi(self) -> Self {
                 let f: fn($t) -> $t = $cos_pi;
                 f(self)
             }
-            #[inline]
+            #[inline(always)]
             fn to_i32(self) -> i32 {
                 self as i32
             }
-            #[inline]
+            #[inline(always)]
             fn cos_pi_small(self) -> Self {
                 cos_pi_small(self as f64) as $t
             }
