@@ -37,6 +37,7 @@ pub struct Ray {
 /// The ray of layer `t`, sub-pixel (`sub_s`, `sub_f`) of pixel (`slow`, `fast`) with `os`
 /// sub-pixels a side, as the forward loop computes it.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn ray(
     p: &Params<f64>,
     sw: &Switches,
@@ -127,41 +128,65 @@ pub fn lab_position(p: &Params<f64>, sw: &Switches, acc: &mut [f64], coords: V, 
 /// A change ∂L/∂d of a sample's direction d = P/r pushed back to the detector:
 /// ∂L/∂P = (g − d·(d·g))/r.
 pub fn push_direction(p: &Params<f64>, sw: &Switches, acc: &mut [f64], ray: &Ray, g_d: V) {
-    let along = dot(ray.d, g_d);
-    let g_pos = scaled(sum3(g_d, scaled(ray.d, -along)), 1.0 / ray.r);
-    lab_position(p, sw, acc, ray.coords, g_pos);
+    lab_position(p, sw, acc, ray.coords, direction_to_position(ray.d, ray.r, g_d));
+}
+
+/// ∂L/∂P = (g − d·(d·g))/r of a direction d = P/r (r = |P|) for its cotangent `g_d`.
+#[inline(always)]
+pub fn direction_to_position(d: V, r: f64, g_d: V) -> V {
+    let along = dot(d, g_d);
+    scaled(sum3(g_d, scaled(d, -along)), 1.0 / r)
 }
 
 /// The adjoint of [`forward::solid_angle`] at `ray` for the cotangent `g` of ω:
 /// close_distance and the position.
 pub fn solid_angle(p: &Params<f64>, sw: &Switches, acc: &mut [f64], ray: &Ray, g: f64) {
-    let r = ray.r;
-    let mut g_r = -2.0 * g / (r * r * r);
-    if !sw.point_pixel {
-        let area_over_r3 = p.pixel_area / (r * r * r);
-        acc[at::G_CLOSE_DISTANCE] += g * area_over_r3;
-        g_r = -3.0 * g * area_over_r3 * p.close_distance / r;
-    }
+    let (g_close, g_r) = solid_angle_partials(p, sw.point_pixel, ray.r, g);
+    acc[at::G_CLOSE_DISTANCE] += g_close;
     // ∂r/∂P = d
     lab_position(p, sw, acc, ray.coords, scaled(ray.d, g_r));
+}
+
+/// g·∂ω/∂close_distance and g·∂ω/∂r of [`forward::solid_angle`] at air path `r` (m).
+#[inline(always)]
+pub fn solid_angle_partials(p: &Params<f64>, point_pixel: bool, r: f64, g: f64) -> (f64, f64) {
+    if point_pixel {
+        return (0.0, -2.0 * g / (r * r * r));
+    }
+    let area_over_r3 = p.pixel_area / (r * r * r);
+    (g * area_over_r3, -3.0 * g * area_over_r3 * p.close_distance / r)
 }
 
 /// The adjoint of [`forward::capture_fraction`] in layer `layer` at `ray` for the cotangent
 /// `g`: the parallax ρ = d·o reads o (the scene's `odet_col`) and d.
 pub fn capture_fraction(p: &Params<f64>, sw: &Switches, acc: &mut [f64], ray: &Ray, layer: f64, g: f64) {
-    let parallax = dot(ray.d, p.odet);
+    let g_parallax = capture_partial(p, ray.d, layer, g);
+    add3(acc, at::G_ODET_COL, scaled(ray.d, g_parallax));
+    push_direction(p, sw, acc, ray, scaled(p.odet, g_parallax));
+}
+
+/// g·∂C/∂ρ of [`forward::capture_fraction`] in layer `layer` along `d`, ρ = d·o.
+#[inline(always)]
+pub fn capture_partial(p: &Params<f64>, d: V, layer: f64, g: f64) -> f64 {
+    let parallax = dot(d, p.odet);
     let k = -p.step_mu / parallax;
     // C = e^{tk} − e^{(t+1)k}, ∂k/∂ρ = Δzμ/ρ²
     let dk = layer * (layer * k).exp() - (layer + 1.0) * ((layer + 1.0) * k).exp();
-    let g_parallax = g * dk * p.step_mu / (parallax * parallax);
-    add3(acc, at::G_ODET_COL, scaled(ray.d, g_parallax));
-    push_direction(p, sw, acc, ray, scaled(p.odet, g_parallax));
+    g * dk * p.step_mu / (parallax * parallax)
 }
 
 /// The adjoint of [`forward::kahn_factor`] of `source` at `ray` for the cotangent `g`: K and
 /// the direction (its part along i as the component across d, as the cube adjoint).
 pub fn kahn_factor(p: &Params<f64>, sw: &Switches, acc: &mut [f64], source: &Source<f64>, ray: &Ray, g: f64) {
-    let d = ray.d;
+    let (g_kahn, g_d) = kahn_partials(p.kahn, source, ray.d, g);
+    acc[at::G_KAHN] += g_kahn;
+    push_direction(p, sw, acc, ray, g_d);
+}
+
+/// g·∂P/∂K and g·∂P/∂d of [`forward::kahn_factor`] P of `source` along `d` (∂/∂d's part along
+/// i as the component across d, as the cube adjoint).
+#[inline(always)]
+pub fn kahn_partials(kahn: f64, source: &Source<f64>, d: V, g: f64) -> (f64, V) {
     let cos2t = dot(d, source.incident);
     let across = cross(d, source.incident);
     let sin2 = dot(across, across);
@@ -174,15 +199,14 @@ pub fn kahn_factor(p: &Params<f64>, sw: &Switches, acc: &mut [f64], source: &Sou
         d_e = 4.0 * e * b * b / (denom * denom);
         d_b = -4.0 * b * e * e / (denom * denom);
     }
-    acc[at::G_KAHN] += g * (-0.5 * cos_two_psi * sin2);
-    let along_i = g * cos2t * (1.0 + p.kahn * cos_two_psi);
+    let along_i = g * cos2t * (1.0 + kahn * cos_two_psi);
     let i_across_d = cross(across, d);
-    let frame = -0.5 * g * p.kahn * sin2;
+    let frame = -0.5 * g * kahn * sin2;
     let g_d = sum3(
         scaled(i_across_d, along_i),
         sum3(scaled(source.e_in, frame * d_e), scaled(source.b_in, frame * d_b)),
     );
-    push_direction(p, sw, acc, ray, g_d);
+    (g * (-0.5 * cos_two_psi * sin2), g_d)
 }
 
 /// sin(Nπh)/sin(πh) on δ = h − floor(h + ½), with ∂/∂h and ∂/∂N (the tensor stage's `sincg_n`):

@@ -19,8 +19,16 @@ use std::f64::consts::PI;
 /// Orientation rows evaluated together.
 pub const LANES: usize = 4;
 
-/// A value per lane.
-type Lanes = [f64; LANES];
+/// `g(l)` of each of `L` lanes in order, always inlined (as [`std::array::from_fn`]), so that
+/// a step across the lanes compiles with its caller's vector instructions.
+#[inline(always)]
+pub fn each<T: Copy, const L: usize>(mut g: impl FnMut(usize) -> T) -> [T; L] {
+    let mut lanes = [g(0); L];
+    for (l, lane) in lanes.iter_mut().enumerate().skip(1) {
+        *lane = g(l);
+    }
+    lanes
+}
 
 /// The Miller indices of direction `d` in each of `rows` (at most [`LANES`]); lanes past the
 /// rows repeat the last row.
@@ -62,43 +70,39 @@ pub fn lattice_factors(
     })
 }
 
-/// [`adjoint::sincg`] of each lane's `h` for one N: (value, ∂/∂h, ∂/∂N) per lane.
-#[inline]
-fn sincg(h: Lanes, n: f64) -> (Lanes, Lanes, Lanes) {
+/// [`adjoint::sincg`] of each of `L` lanes' `h` for one N: (value, ∂/∂h, ∂/∂N) per lane.
+#[inline(always)]
+pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; L]) {
     if !adjoint::on_recurrence(n) {
-        let each = h.map(|h| adjoint::sincg(h, n));
-        return (each.map(|e| e.0), each.map(|e| e.1), each.map(|e| e.2));
+        let one: [(f64, f64, f64); L] = each(|l| adjoint::sincg(h[l], n));
+        return (each(|l| one[l].0), each(|l| one[l].1), each(|l| one[l].2));
     }
-    let delta = h.map(|h| h - Real::floor(h + 0.5));
-    let x = delta.map(|d| d * PI);
-    let x2 = x.map(|x| x * x);
+    let delta: [f64; L] = each(|l| h[l] - Real::floor(h[l] + 0.5));
+    let x: [f64; L] = each(|l| delta[l] * PI);
+    let x2: [f64; L] = each(|l| x[l] * x[l]);
     // sin_pi_small and cos_pi_small, step by step across the lanes
     let sin_sum = horner(&SIN_TAYLOR[1..], x2);
     let cos_sum = horner(&COS_TAYLOR[1..], x2);
-    let sin_x: Lanes = std::array::from_fn(|l| x[l] + x[l] * x2[l] * sin_sum[l]);
-    let cos_x: Lanes = std::array::from_fn(|l| cos_sum[l] * x2[l] + COS_TAYLOR[0]);
-    let over_sin = sin_x.map(|s| 1.0 / s);
+    let sin_x: [f64; L] = each(|l| x[l] + x[l] * x2[l] * sin_sum[l]);
+    let cos_x: [f64; L] = each(|l| cos_sum[l] * x2[l] + COS_TAYLOR[0]);
+    let over_sin: [f64; L] = each(|l| 1.0 / sin_x[l]);
     let (below, at) = chebyshev_u(cos_x, n as usize);
-    let mut out = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
-    for l in 0..LANES {
-        if delta[l].abs() < SINCG_EPS {
-            (out.0[l], out.1[l], out.2[l]) = (n, 0.0, 1.0);
-            continue;
-        }
-        let cos_nx = at[l] - cos_x[l] * below[l];
-        out.0[l] = below[l];
-        out.1[l] = PI * (n * cos_nx - below[l] * cos_x[l]) * over_sin[l];
-        out.2[l] = x[l] * cos_nx * over_sin[l];
-    }
-    out
+    let cos_nx: [f64; L] = each(|l| at[l] - cos_x[l] * below[l]);
+    // at a node N, 0 and 1, chosen lane by lane (a select, so the lanes stay in vectors)
+    let node: [bool; L] = each(|l| delta[l].abs() < SINCG_EPS);
+    (
+        each(|l| if node[l] { n } else { below[l] }),
+        each(|l| if node[l] { 0.0 } else { PI * (n * cos_nx[l] - below[l] * cos_x[l]) * over_sin[l] }),
+        each(|l| if node[l] { 1.0 } else { x[l] * cos_nx[l] * over_sin[l] }),
+    )
 }
 
 /// Σ_j c_j·y^j per lane, by Horner's rule from the highest power down (as the scalar one).
-#[inline]
-fn horner(c: &[f64], y: Lanes) -> Lanes {
-    let mut acc = [0.0; LANES];
+#[inline(always)]
+fn horner<const L: usize>(c: &[f64], y: [f64; L]) -> [f64; L] {
+    let mut acc = [0.0; L];
     for &c in c.iter().rev() {
-        for l in 0..LANES {
+        for l in 0..L {
             acc[l] = acc[l] * y[l] + c;
         }
     }
@@ -106,12 +110,12 @@ fn horner(c: &[f64], y: Lanes) -> Lanes {
 }
 
 /// (U_{k−1}(c), U_k(c)) per lane (k ≥ 1), as the scalar recurrence.
-#[inline]
-fn chebyshev_u(c: Lanes, k: usize) -> (Lanes, Lanes) {
-    let two_c = c.map(|c| c + c);
-    let (mut previous, mut current) = ([1.0; LANES], two_c);
+#[inline(always)]
+fn chebyshev_u<const L: usize>(c: [f64; L], k: usize) -> ([f64; L], [f64; L]) {
+    let two_c: [f64; L] = each(|l| c[l] + c[l]);
+    let (mut previous, mut current) = ([1.0; L], two_c);
     for _ in 1..k {
-        for l in 0..LANES {
+        for l in 0..L {
             let next = two_c[l] * current[l] - previous[l];
             previous[l] = current[l];
             current[l] = next;

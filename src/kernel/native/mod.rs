@@ -20,6 +20,7 @@ pub mod pixel;
 pub mod pixel_lanes;
 pub mod real;
 pub mod vjp;
+pub mod vjp_lanes;
 
 pub use real::Real;
 

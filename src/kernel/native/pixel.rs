@@ -13,12 +13,12 @@ use crate::base::series::{
 };
 use crate::kernel::job::Switches;
 
-#[inline]
+#[inline(always)]
 pub(super) fn dot<F: Real>(a: V3<F>, b: V3<F>) -> F {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
-#[inline]
+#[inline(always)]
 pub(super) fn cross<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
     [
         a[1] * b[2] - a[2] * b[1],
@@ -27,18 +27,18 @@ pub(super) fn cross<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
     ]
 }
 
-#[inline]
+#[inline(always)]
 pub(super) fn scaled<F: Real>(a: V3<F>, k: F) -> V3<F> {
     [a[0] * k, a[1] * k, a[2] * k]
 }
 
-#[inline]
+#[inline(always)]
 pub(super) fn sum3<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
     [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
 }
 
 /// P = Fdet·f + Sdet·s + Odet·o + pix0 (m), from the detector coordinates (m).
-#[inline]
+#[inline(always)]
 pub fn sample_position<F: Real>(p: &Params<F>, fdet: F, sdet: F, odet: F) -> V3<F> {
     let along = sum3(sum3(scaled(p.fdet, fdet), scaled(p.sdet, sdet)), scaled(p.odet, odet));
     sum3(along, p.pix0)
@@ -67,7 +67,7 @@ pub fn curved_position<F: Real>(p: &Params<F>, planar: V3<F>) -> V3<F> {
 }
 
 /// ω (sr) at air path `r` (m): pixel²/r²·close_distance/r, or 1/r² for a point pixel.
-#[inline]
+#[inline(always)]
 pub fn solid_angle<F: Real>(p: &Params<F>, r: F, point_pixel: bool) -> F {
     if point_pixel {
         F::ONE / (r * r)
@@ -77,14 +77,14 @@ pub fn solid_angle<F: Real>(p: &Params<F>, r: F, point_pixel: bool) -> F {
 }
 
 /// Fraction absorbed in layer t: exp(−t·Δzμ/ρ) − exp(−(t+1)·Δzμ/ρ), parallax ρ = d·o.
-#[inline]
+#[inline(always)]
 pub fn capture_fraction<F: Real>(p: &Params<F>, parallax: F, layer: F) -> F {
     let k = -p.step_mu / parallax;
     (layer * k).exp() - ((layer + F::ONE) * k).exp()
 }
 
 /// sin θ/λ = |d − i|/(2λ) (m⁻¹).
-#[inline]
+#[inline(always)]
 pub fn stol<F: Real>(d: V3<F>, s: &Source<F>) -> F {
     let q = sum3(d, scaled(s.incident, -F::ONE));
     F::of(0.5) * s.inv_lambda * dot(q, q).sqrt()
@@ -92,7 +92,7 @@ pub fn stol<F: Real>(d: V3<F>, s: &Source<F>) -> F {
 
 /// Kahn's factor ½(1 + cos²2θ − K·cos 2ψ·sin²2θ), cos 2ψ = (e² − b²)/(e² + b²) (1 along the
 /// beam) with e, b the projections of d on E_in, B_in; sin²2θ = |d × i|².
-#[inline]
+#[inline(always)]
 pub fn kahn_factor<F: Real>(s: &Source<F>, d: V3<F>, kahn: F) -> F {
     let cos2t = dot(d, s.incident);
     let across = cross(d, s.incident);

@@ -20,6 +20,7 @@
 use super::adjoint::{self, add3, CellFactor, LatticePartials, Ray};
 use super::inputs::{Inputs, Row, Source, V3};
 use super::lanes::{self, LANES};
+use super::vjp_lanes::{self, LaneSums};
 use super::pixel::{self as forward, counted, dot, miller_index, scaled, sum3, tricubic_out_of_range};
 use crate::base::error::Result;
 use crate::kernel::job::{JobSums, PixelJob};
@@ -45,7 +46,7 @@ pub enum Cotangent<'a> {
 
 impl Cotangent<'_> {
     /// The weight of pixel `pixel` (row-major index).
-    fn at(&self, pixel: usize) -> f64 {
+    pub(super) fn at(&self, pixel: usize) -> f64 {
         match self {
             Cotangent::Uniform(w) => *w,
             Cotangent::PerPixel(w) => w[pixel],
@@ -66,6 +67,7 @@ pub fn job_vjp(job: &PixelJob, weights: Cotangent<'_>, grid: bool, threads: usiz
         _ => 0,
     };
     let switch = switch_pixel(job);
+    let lanes = vjp_lanes::covers(&inp);
     let rows = inp.rows.clone();
     let chunks = (budget / (8 * (width + nodes)))
         .clamp(1, MAX_CHUNKS)
@@ -82,7 +84,15 @@ pub fn job_vjp(job: &PixelJob, weights: Cotangent<'_>, grid: bool, threads: usiz
             }
             let mut acc = vec![0.0; width];
             let mut into = vec![0.0; nodes];
-            for slow in bound(c)..bound(c + 1) {
+            if lanes {
+                let mut sums = LaneSums::new(width);
+                for slow in bound(c)..bound(c + 1) {
+                    let grid_into = (nodes > 0).then_some(&mut into[..]);
+                    vjp_lanes::row_adjoint(&inp, slow, weights, &mut sums, grid_into);
+                }
+                sums.add_to(&mut acc);
+            }
+            for slow in (bound(c)..bound(c + 1)).filter(|_| !lanes) {
                 for fast in inp.cols.clone() {
                     let w = weights.at(slow * inp.fpixels + fast);
                     if w == 0.0 || !super::is_rendered(&inp, slow, fast) {
@@ -122,18 +132,23 @@ pub fn job_derivatives(job: &PixelJob, tangents: &[f64], n: usize, threads: usiz
     let width = at::G_GLOBALS + at::ORIENTATION_WIDTH * inp.per_shot;
     let pixels = inp.fpixels * inp.spixels;
     let switch = switch_pixel(job);
+    let lanes = vjp_lanes::covers(&inp);
     let out = Mutex::new(vec![0.0; n * pixels]);
     let next = AtomicUsize::new(inp.rows.start);
     crate::base::workers::run(threads.clamp(1, inp.rows.len().max(1)), || {
         let (mut acc, mut later) = (vec![0.0; width], Vec::new());
         let mut row = vec![0.0; n * inp.cols.len()];
+        let mut sums = lanes.then(|| LaneSums::new(width));
         loop {
             let slow = next.fetch_add(1, Ordering::Relaxed);
             if slow >= inp.rows.end {
                 break;
             }
             row.fill(0.0);
-            for (c, fast) in inp.cols.clone().enumerate() {
+            if let Some(sums) = sums.as_mut() {
+                vjp_lanes::row_derivatives(&inp, slow, tangents, n, sums, &mut row);
+            }
+            for (c, fast) in inp.cols.clone().enumerate().filter(|_| !lanes) {
                 if !super::is_rendered(&inp, slow, fast) {
                     continue;
                 }
@@ -178,10 +193,10 @@ struct Outlet<'a> {
 /// ω of the first sample, the capture fraction of the last layer's first sample, the Kahn
 /// factor of the first kept (sample, source) with that source's index; 1 (and no ray) for a
 /// factor whose `-oversample_*` flag applies it per term.
-struct Factors {
-    omega: f64,
-    capture: f64,
-    polar: f64,
+pub(super) struct Factors {
+    pub omega: f64,
+    pub capture: f64,
+    pub polar: f64,
     omega_ray: Option<Ray>,
     capture_ray: Option<Ray>,
     polar_at: Option<(Ray, usize)>,
@@ -191,6 +206,18 @@ struct Factors {
 #[inline]
 fn kept(inp: &Inputs<f64>, source: &Source<f64>, d: V3<f64>) -> bool {
     !inp.sw.dmin || forward::stol(d, source) <= inp.p.stol_max
+}
+
+/// The cached factors of pixel (`slow`, `fast`) of shot 0.
+pub(super) fn factors_at(inp: &Inputs<f64>, slow: usize, fast: usize) -> Factors {
+    pixel_factors(&Pass {
+        inp,
+        rows: inp.orientations_of(0),
+        slow,
+        fast,
+        first: adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0),
+        nearest_start: false,
+    })
 }
 
 /// The cached factors of the pass's pixel.
@@ -483,7 +510,7 @@ impl Pass<'_> {
 
 /// The cached factors' adjoints, once the pixel's running sum `total` is known; `weight` =
 /// ∂L/∂I of the pixel.
-fn factor_adjoints(inp: &Inputs<f64>, f: &Factors, total: f64, weight: f64, acc: &mut [f64]) {
+pub(super) fn factor_adjoints(inp: &Inputs<f64>, f: &Factors, total: f64, weight: f64, acc: &mut [f64]) {
     let (sw, p) = (&inp.sw, &inp.p);
     acc[at::G_SCALE] += weight * total * f.omega * f.polar * f.capture;
     let g = weight * inp.scales[0] * total;
@@ -497,4 +524,38 @@ fn factor_adjoints(inp: &Inputs<f64>, f: &Factors, total: f64, weight: f64, acc:
     if let Some((ray, si)) = &f.polar_at {
         adjoint::kahn_factor(p, sw, acc, &inp.sources[*si], ray, g * f.omega * f.capture);
     }
+}
+
+/// The one-pixel pass's sums for the lanes' tests: [`job_vjp`]'s Σ_p w_p·∂I_p/∂z and the grid's,
+/// one pixel at a time on one worker, each with Σ_p |w_p·∂I_p/∂z| (the scale of its rounding).
+#[cfg(test)]
+pub(super) fn one_pixel_at_a_time(job: &PixelJob, weights: Cotangent<'_>) -> [(Vec<f64>, Vec<f64>); 2] {
+    let inp = Inputs::<f64>::new(job);
+    let width = at::G_GLOBALS + at::ORIENTATION_WIDTH * inp.per_shot;
+    let nodes = inp.grid.as_ref().map_or(0, |g| g.values.len());
+    let (mut sums, mut scale) = (vec![0.0; width], vec![0.0; width]);
+    let (mut grid_sums, mut grid_scale) = (vec![0.0; nodes], vec![0.0; nodes]);
+    let mut later = Vec::new();
+    for slow in inp.rows.clone() {
+        for fast in inp.cols.clone() {
+            let w = weights.at(slow * inp.fpixels + fast);
+            if w == 0.0 || !super::is_rendered(&inp, slow, fast) {
+                continue;
+            }
+            let (mut acc, mut into) = (vec![0.0; width], vec![0.0; nodes]);
+            let mut out = Outlet {
+                acc: &mut acc,
+                grid: Some(&mut into[..]),
+                later: &mut later,
+            };
+            pixel_adjoint(&inp, slow, fast, w, switch_pixel(job), &mut out);
+            for (s, (m, a)) in sums.iter_mut().zip(scale.iter_mut().zip(&acc)) {
+                (*s, *m) = (*s + a, *m + a.abs());
+            }
+            for (s, (m, a)) in grid_sums.iter_mut().zip(grid_scale.iter_mut().zip(&into)) {
+                (*s, *m) = (*s + a, *m + a.abs());
+            }
+        }
+    }
+    [(sums, scale), (grid_sums, grid_scale)]
 }
