@@ -92,7 +92,13 @@ pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; 
     let node: [bool; L] = each(|l| delta[l].abs() < SINCG_EPS);
     (
         each(|l| if node[l] { n } else { below[l] }),
-        each(|l| if node[l] { 0.0 } else { PI * (n * cos_nx[l] - below[l] * cos_x[l]) * over_sin[l] }),
+        each(|l| {
+            if node[l] {
+                0.0
+            } else {
+                PI * (n * cos_nx[l] - below[l] * cos_x[l]) * over_sin[l]
+            }
+        }),
         each(|l| if node[l] { 1.0 } else { x[l] * cos_nx[l] * over_sin[l] }),
     )
 }

@@ -20,8 +20,8 @@
 use super::adjoint::{self, add3, CellFactor, LatticePartials, Ray};
 use super::inputs::{Inputs, Row, Source, V3};
 use super::lanes::{self, LANES};
-use super::vjp_lanes::{self, LaneSums};
 use super::pixel::{self as forward, counted, dot, miller_index, scaled, sum3, tricubic_out_of_range};
+use super::vjp_lanes::{self, LaneSums};
 use crate::base::error::Result;
 use crate::kernel::job::{JobSums, PixelJob};
 use crate::kernel::layout as at;

@@ -16,12 +16,15 @@
 //! pixels' order) and without the `-oversample_*` products (their running products are per
 //! term); those take [`super::vjp`]'s pass one pixel at a time.
 
+// lanes and axes are indexed by number across several arrays at once, as the formulas read
+#![allow(clippy::needless_range_loop)]
+
 use super::adjoint::{self, LatticePartials, Nodes, Ray};
 use super::inputs::{Inputs, Params, Source, V3};
+use super::is_rendered;
 use super::lanes::{each, sincg};
 use super::pixel::{self as forward, stol};
 use super::pixel_lanes::PIXEL_LANES;
-use super::is_rendered;
 use super::vjp::{factor_adjoints, factors_at, Cotangent, Factors};
 use crate::kernel::job::Switches;
 use crate::kernel::layout as at;
@@ -158,7 +161,12 @@ struct RayLanes {
 impl RayLanes {
     /// Layer `t`, sub-pixel (`sub_s`, `sub_f`) of pixels (slow, `fast[l]`).
     #[inline(always)]
-    fn at(inp: &Inputs<f64>, slow: usize, fast: &[usize; PIXEL_LANES], (t, sub_s, sub_f): (usize, usize, usize)) -> Self {
+    fn at(
+        inp: &Inputs<f64>,
+        slow: usize,
+        fast: &[usize; PIXEL_LANES],
+        (t, sub_s, sub_f): (usize, usize, usize),
+    ) -> Self {
         let (p, sw, os) = (&inp.p, &inp.sw, inp.oversample);
         let ray: [Ray; PIXEL_LANES] = each(|l| adjoint::ray(p, sw, os, slow, fast[l], t, sub_s, sub_f));
         Self {
@@ -211,6 +219,8 @@ fn push_directions(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &Ra
 /// C's cached per-pixel factors (ω, capture fraction, Kahn factor) of every lane: across the
 /// lanes ([`FactorLanes`]), or lane by lane ([`Factors`]) where `-dmin` can drop the first
 /// samples the polarization factor would be taken on.
+// one a group of pixels, on the stack: the large variant is the common one
+#[allow(clippy::large_enum_variant)]
 enum PixelFactors {
     Lanes(FactorLanes),
     OneByOne(Box<[Factors; PIXEL_LANES]>),
@@ -292,14 +302,23 @@ impl FactorLanes {
     fn adjoint(&self, inp: &Inputs<f64>, total: &Lanes, weight: &Lanes, sums: &mut LaneSums) {
         let (sw, p) = (&inp.sw, &inp.p);
         let (omega, capture, polar) = (&self.omega, &self.capture, &self.polar);
-        sums.add(at::G_SCALE, each(|l| weight[l] * total[l] * omega[l] * polar[l] * capture[l]));
+        sums.add(
+            at::G_SCALE,
+            each(|l| weight[l] * total[l] * omega[l] * polar[l] * capture[l]),
+        );
         let g: Lanes = each(|l| weight[l] * inp.scales[0] * total[l]);
         let (first, last) = (&self.first, &self.last);
         let omega_partials: [(f64, f64); PIXEL_LANES] =
             each(|l| adjoint::solid_angle_partials(p, sw.point_pixel, first.r[l], g[l] * polar[l] * capture[l]));
         sums.add(at::G_CLOSE_DISTANCE, each(|l| omega_partials[l].0));
         // ∂r/∂P = d
-        push_positions(p, sw, sums, first, three!(j => each(|l| first.d[j][l] * omega_partials[l].1)));
+        push_positions(
+            p,
+            sw,
+            sums,
+            first,
+            three!(j => each(|l| first.d[j][l] * omega_partials[l].1)),
+        );
         if sw.sensor {
             let layer = (inp.layers - 1) as f64;
             let g_parallax: Lanes =
@@ -466,11 +485,10 @@ impl CellLanes {
                 node: [None; PIXEL_LANES],
             };
         };
-        let one: [adjoint::CellFactor; PIXEL_LANES] =
-            std::array::from_fn(|l| {
-                let hkl = [hkl[0][l], hkl[1][l], hkl[2][l]];
-                adjoint::structure_factor(&inp.p, Some(grid), sw, hkl, true)
-            });
+        let one: [adjoint::CellFactor; PIXEL_LANES] = std::array::from_fn(|l| {
+            let hkl = [hkl[0][l], hkl[1][l], hkl[2][l]];
+            adjoint::structure_factor(&inp.p, Some(grid), sw, hkl, true)
+        });
         Self {
             value: each(|l| one[l].value),
             node: std::array::from_fn(|l| match one[l].nodes {
@@ -524,7 +542,14 @@ pub fn row_adjoint(inp: &Inputs<f64>, slow: usize, weights: Cotangent, sums: &mu
 /// `[n, ROI columns]` (rendered pixels only), [`PIXEL_LANES`] pixels at a time, with `sums`
 /// as scratch. Compiled for the widest vector instructions the CPU has.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
-pub fn row_derivatives(inp: &Inputs<f64>, slow: usize, tangents: &[f64], n: usize, sums: &mut LaneSums, row: &mut [f64]) {
+pub fn row_derivatives(
+    inp: &Inputs<f64>,
+    slow: usize,
+    tangents: &[f64],
+    n: usize,
+    sums: &mut LaneSums,
+    row: &mut [f64],
+) {
     let (width, cols) = (sums.wide.len(), inp.cols.len());
     let columns: Vec<(usize, usize)> = inp
         .cols
@@ -583,7 +608,10 @@ mod tests {
     fn assert_sums_close(what: &str, got: &[f64], want: &[f64], scale: &[f64]) {
         assert_eq!(got.len(), want.len(), "{what}");
         for (z, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
-            assert!((g - w).abs() <= 1e-12 * s + 1e-300, "{what}: slot {z}: {g} against {w} (scale {s})");
+            assert!(
+                (g - w).abs() <= 1e-12 * s + 1e-300,
+                "{what}: slot {z}: {g} against {w} (scale {s})"
+            );
         }
     }
 
@@ -603,7 +631,9 @@ mod tests {
         }
         // a derivative image's tangent: one per slot, varying, so every slot shows
         let width = sums.len();
-        let tangent: Vec<f64> = (0..width).map(|z| 1.0 + (z % 5) as f64 * 0.3 - 0.7 * (z % 2) as f64).collect();
+        let tangent: Vec<f64> = (0..width)
+            .map(|z| 1.0 + (z % 5) as f64 * 0.3 - 0.7 * (z % 2) as f64)
+            .collect();
         let images = job_derivatives(&job, &tangent, 1, 2).unwrap();
         for slow in inp.rows.clone() {
             for fast in inp.cols.clone() {
@@ -614,7 +644,10 @@ mod tests {
                 let want: f64 = acc.iter().zip(&tangent).map(|(a, t)| a * t).sum();
                 let scale: f64 = acc.iter().zip(&tangent).map(|(a, t)| (a * t).abs()).sum();
                 let got = images[p];
-                assert!((got - want).abs() <= 1e-12 * scale + 1e-300, "{flags}: pixel {p}: {got} against {want}");
+                assert!(
+                    (got - want).abs() <= 1e-12 * scale + 1e-300,
+                    "{flags}: pixel {p}: {got} against {want}"
+                );
             }
         }
     }
