@@ -27,7 +27,7 @@ pub fn add3(acc: &mut [f64], at: usize, g: V) {
 
 /// A sample of a pixel: its detector coordinates (m, along f, s, o), its direction d (unit)
 /// and its air path r (m).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Ray {
     pub coords: V,
     pub d: V,

@@ -20,11 +20,12 @@ use std::f64::consts::PI;
 pub const LANES: usize = 4;
 
 /// `g(l)` of each of `L` lanes in order, always inlined (as [`std::array::from_fn`]), so that
-/// a step across the lanes compiles with its caller's vector instructions.
+/// a step across the lanes compiles with its caller's vector instructions. One loop over all
+/// `L` lanes (not a first lane apart): the compiler makes it whole vectors.
 #[inline(always)]
-pub fn each<T: Copy, const L: usize>(mut g: impl FnMut(usize) -> T) -> [T; L] {
-    let mut lanes = [g(0); L];
-    for (l, lane) in lanes.iter_mut().enumerate().skip(1) {
+pub fn each<T: Copy + Default, const L: usize>(mut g: impl FnMut(usize) -> T) -> [T; L] {
+    let mut lanes = [T::default(); L];
+    for (l, lane) in lanes.iter_mut().enumerate() {
         *lane = g(l);
     }
     lanes
