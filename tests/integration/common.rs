@@ -449,6 +449,17 @@ pub fn gradients_disagree(label: &str, got: &[f64], want: &[f64]) -> Option<Stri
     (want.len() > 1 && cosine < 0.9999).then(|| format!("{label}: {got:?} against {want:?} (cosine {cosine})"))
 }
 
+/// A property test's configuration with `cases` cases drawn from the fixed seed `seed` and no
+/// saved failures: the same cases every run (a property test must not flake).
+pub fn fixed_cases(cases: u32, seed: u64) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 /// C flags of a random configuration of the per-pixel loops on a 24² detector: crystal shape,
 /// polarization, resolution cut, water, detector form, sensor, sampling and its products, ROI,
 /// sources and orientations, each drawn independently; N (`-N`) from `n`, sub-pixels per side

@@ -198,12 +198,7 @@ fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usi
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
 fn render_row_lanes<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, out: &mut [&mut [T]]) -> RowSums {
     let mut omega = 0.0;
-    let columns: Vec<(usize, usize)> = inp
-        .cols
-        .clone()
-        .enumerate()
-        .filter(|&(_, fast)| is_rendered(inp, slow, fast))
-        .collect();
+    let columns = rendered_columns(inp, slow);
     for group in columns.chunks(pixel_lanes::PIXEL_LANES) {
         let fast = std::array::from_fn(|l| group[l.min(group.len() - 1)].1);
         for (shot, &scale) in inp.scales.iter().enumerate() {
@@ -229,4 +224,35 @@ pub(super) fn is_rendered<F>(inp: &Inputs<F>, slow: usize, fast: usize) -> bool 
         let width = inp.cols.len();
         mask[(slow - inp.rows.start) * width + fast - inp.cols.start]
     })
+}
+
+/// The ROI columns of row `slow` that are rendered (not masked): (position in the ROI, column).
+pub(super) fn rendered_columns<F>(inp: &Inputs<F>, slow: usize) -> Vec<(usize, usize)> {
+    inp.cols
+        .clone()
+        .enumerate()
+        .filter(|&(_, fast)| is_rendered(inp, slow, fast))
+        .collect()
+}
+
+/// What the lanes' tests share: a job from C flags.
+#[cfg(test)]
+pub(super) mod testing {
+    use crate::kernel::job::PixelJob;
+    use crate::scene::Scene;
+    use std::path::Path;
+
+    /// The one-shot job of C flags `flags`, with `-hkl hkl` where given.
+    pub fn job_of(flags: &str, hkl: Option<&Path>) -> PixelJob {
+        let mut args: Vec<String> = flags.split_whitespace().map(String::from).collect();
+        if let Some(path) = hkl {
+            args.extend(["-hkl".to_string(), path.display().to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let crate::experiment::args::Parsed::Run(cfg, _) = crate::experiment::args::parse_args(&args).unwrap() else {
+            panic!("no run: {flags}")
+        };
+        let exp = crate::experiment::Experiment::new(&cfg).unwrap();
+        PixelJob::new(&exp, &Scene::new(&exp))
+    }
 }

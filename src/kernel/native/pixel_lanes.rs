@@ -255,9 +255,8 @@ fn chebyshev_u<F: Real>(c: Lanes<F>, k: usize) -> Lanes<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::job::PixelJob;
     use crate::kernel::native::pixel::pixel_photons;
-    use crate::scene::Scene;
+    use crate::kernel::native::testing::job_of;
     use crate::tests::common;
     use proptest::prelude::*;
 
@@ -265,16 +264,7 @@ mod tests {
     /// a first one, wrapping, so groups repeat and mix columns) against [`pixel_photons`]: the
     /// same bits of photons and Σω. Returns how many pixels were not 0.
     fn lanes_match_one_pixel_at_a_time<F: Real + std::fmt::Debug>(flags: &str, hkl: Option<&std::path::Path>) -> usize {
-        let mut args: Vec<String> = flags.split_whitespace().map(String::from).collect();
-        if let Some(path) = hkl {
-            args.extend(["-hkl".to_string(), path.display().to_string()]);
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let crate::experiment::args::Parsed::Run(cfg, _) = crate::experiment::args::parse_args(&args).unwrap() else {
-            panic!("no run: {flags}")
-        };
-        let exp = crate::experiment::Experiment::new(&cfg).unwrap();
-        let job = PixelJob::new(&exp, &Scene::new(&exp));
+        let job = job_of(flags, hkl);
         let inp = Inputs::<F>::new(&job);
         assert!(covers(&inp), "{flags}");
         let rows = inp.orientations_of(0);
@@ -310,13 +300,7 @@ mod tests {
     }
 
     proptest! {
-        // a fixed seed: the same cases every run (a property test here must not flake)
-        #![proptest_config(ProptestConfig {
-            cases: 24,
-            failure_persistence: None,
-            rng_seed: proptest::test_runner::RngSeed::Fixed(0x6e62_1a9e),
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(common::fixed_cases(24, 0x6e62_1a9e))]
         #[test]
         fn random_configurations_give_one_pixel_at_a_times_bits(flags in configuration()) {
             // some are blank (a narrow spot between pixels): the cases below are not
@@ -346,16 +330,7 @@ mod tests {
     #[test]
     fn nearest_neighbour_grid_gives_one_pixel_at_a_times_bits() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("small.hkl");
-        let mut text = String::new();
-        for h in -3i32..=3 {
-            for k in -3i32..=3 {
-                for l in -3i32..=3 {
-                    text += &format!("{h} {k} {l} {}\n", 100 + 7 * h + 3 * k + l);
-                }
-            }
-        }
-        std::fs::write(&path, text).unwrap();
+        let path = common::small_hkl_grid(dir.path());
         let flags = "-default_F 5 -cell 60 60 60 90 90 90 -lambda 1.5 -N 2 -distance 120 -pixel 0.4 -detpixels 30 \
                      -nointerpolate -mosaic 0.3 -mosaic_dom 2 -misset 3 7 11";
         assert!(lanes_match_one_pixel_at_a_time::<f64>(flags, Some(&path)) > 100);

@@ -551,12 +551,7 @@ pub fn row_derivatives(
     row: &mut [f64],
 ) {
     let (width, cols) = (sums.wide.len(), inp.cols.len());
-    let columns: Vec<(usize, usize)> = inp
-        .cols
-        .clone()
-        .enumerate()
-        .filter(|&(_, fast)| is_rendered(inp, slow, fast))
-        .collect();
+    let columns = super::rendered_columns(inp, slow);
     for group in columns.chunks(PIXEL_LANES) {
         let fast = std::array::from_fn(|l| group[l.min(group.len() - 1)].1);
         let weight = std::array::from_fn(|l| if l < group.len() { 1.0 } else { 0.0 });
@@ -575,23 +570,10 @@ pub fn row_derivatives(
 mod tests {
     use super::*;
     use crate::kernel::job::PixelJob;
+    use crate::kernel::native::testing::job_of;
     use crate::kernel::native::vjp::{job_derivatives, job_vjp, one_pixel_at_a_time};
-    use crate::scene::Scene;
     use crate::tests::common;
     use proptest::prelude::*;
-
-    fn job_of(flags: &str, hkl: Option<&std::path::Path>) -> PixelJob {
-        let mut args: Vec<String> = flags.split_whitespace().map(String::from).collect();
-        if let Some(path) = hkl {
-            args.extend(["-hkl".to_string(), path.display().to_string()]);
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let crate::experiment::args::Parsed::Run(cfg, _) = crate::experiment::args::parse_args(&args).unwrap() else {
-            panic!("no run: {flags}")
-        };
-        let exp = crate::experiment::Experiment::new(&cfg).unwrap();
-        PixelJob::new(&exp, &Scene::new(&exp))
-    }
 
     /// A weight per pixel that varies in sign and size, 0 on some.
     fn weights(job: &PixelJob) -> Vec<f64> {
@@ -674,16 +656,7 @@ mod tests {
     #[test]
     fn nearest_neighbour_grid_matches_one_pixel_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("small.hkl");
-        let mut text = String::new();
-        for h in -3i32..=3 {
-            for k in -3i32..=3 {
-                for l in -3i32..=3 {
-                    text += &format!("{h} {k} {l} {}\n", 100 + 7 * h + 3 * k + l);
-                }
-            }
-        }
-        std::fs::write(&path, text).unwrap();
+        let path = common::small_hkl_grid(dir.path());
         let flags = "-default_F 5 -cell 60 60 60 90 90 90 -lambda 1.5 -N 2 -distance 120 -pixel 0.4 -detpixels 17 \
                      -nointerpolate -mosaic 0.3 -mosaic_dom 2 -misset 3 7 11";
         lanes_match_one_pixel_at_a_time(flags, Some(&path));
@@ -696,13 +669,7 @@ mod tests {
     }
 
     proptest! {
-        // a fixed seed: the same cases every run (a property test here must not flake)
-        #![proptest_config(ProptestConfig {
-            cases: 16,
-            failure_persistence: None,
-            rng_seed: proptest::test_runner::RngSeed::Fixed(0x6e62_1b53),
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(common::fixed_cases(16, 0x6e62_1b53))]
         #[test]
         fn random_configurations_match_one_pixel_at_a_time(flags in configuration()) {
             lanes_match_one_pixel_at_a_time(&flags, None);
