@@ -91,20 +91,21 @@ pub fn job_vjp(job: &PixelJob, weights: Cotangent<'_>, grid: bool, threads: usiz
                     vjp_lanes::row_adjoint(&inp, slow, weights, &mut sums, grid_into);
                 }
                 sums.add_to(&mut acc);
-            }
-            for slow in (bound(c)..bound(c + 1)).filter(|_| !lanes) {
-                for fast in inp.cols.clone() {
-                    let w = weights.at(slow * inp.fpixels + fast);
-                    if w == 0.0 || !super::is_rendered(&inp, slow, fast) {
-                        continue;
+            } else {
+                for slow in bound(c)..bound(c + 1) {
+                    for fast in inp.cols.clone() {
+                        let w = weights.at(slow * inp.fpixels + fast);
+                        if w == 0.0 || !super::is_rendered(&inp, slow, fast) {
+                            continue;
+                        }
+                        let grid_into = (nodes > 0).then_some(&mut into[..]);
+                        let mut out = Outlet {
+                            acc: &mut acc,
+                            grid: grid_into,
+                            later: &mut later,
+                        };
+                        pixel_adjoint(&inp, slow, fast, w, switch, &mut out);
                     }
-                    let grid_into = (nodes > 0).then_some(&mut into[..]);
-                    let mut out = Outlet {
-                        acc: &mut acc,
-                        grid: grid_into,
-                        later: &mut later,
-                    };
-                    pixel_adjoint(&inp, slow, fast, w, switch, &mut out);
                 }
             }
             done.lock().expect("a chunk is stored whole")[c] = Some((acc, into));
@@ -147,20 +148,18 @@ pub fn job_derivatives(job: &PixelJob, tangents: &[f64], n: usize, threads: usiz
             row.fill(0.0);
             if let Some(sums) = sums.as_mut() {
                 vjp_lanes::row_derivatives(&inp, slow, tangents, n, sums, &mut row);
-            }
-            for (c, fast) in inp.cols.clone().enumerate().filter(|_| !lanes) {
-                if !super::is_rendered(&inp, slow, fast) {
-                    continue;
-                }
-                acc.fill(0.0);
-                let mut outlet = Outlet {
-                    acc: &mut acc,
-                    grid: None,
-                    later: &mut later,
-                };
-                pixel_adjoint(&inp, slow, fast, 1.0, switch, &mut outlet);
-                for (k, t) in tangents.chunks_exact(width).enumerate().take(n) {
-                    row[k * inp.cols.len() + c] = acc.iter().zip(t).map(|(a, t)| a * t).sum();
+            } else {
+                for (c, fast) in super::rendered_columns(&inp, slow) {
+                    acc.fill(0.0);
+                    let mut outlet = Outlet {
+                        acc: &mut acc,
+                        grid: None,
+                        later: &mut later,
+                    };
+                    pixel_adjoint(&inp, slow, fast, 1.0, switch, &mut outlet);
+                    for (k, t) in tangents.chunks_exact(width).enumerate().take(n) {
+                        row[k * inp.cols.len() + c] = acc.iter().zip(t).map(|(a, t)| a * t).sum();
+                    }
                 }
             }
             let mut images = out.lock().expect("a row is written whole");
@@ -210,14 +209,7 @@ fn kept(inp: &Inputs<f64>, source: &Source<f64>, d: V3<f64>) -> bool {
 
 /// The cached factors of pixel (`slow`, `fast`) of shot 0.
 pub(super) fn factors_at(inp: &Inputs<f64>, slow: usize, fast: usize) -> Factors {
-    pixel_factors(&Pass {
-        inp,
-        rows: inp.orientations_of(0),
-        slow,
-        fast,
-        first: adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0),
-        nearest_start: false,
-    })
+    pixel_factors(&Pass::new(inp, slow, fast, false))
 }
 
 /// The cached factors of the pass's pixel.
@@ -265,14 +257,7 @@ fn pixel_factors(pass: &Pass) -> Factors {
 fn pixel_adjoint(inp: &Inputs<f64>, slow: usize, fast: usize, weight: f64, switch: Option<usize>, out: &mut Outlet) {
     let scale = inp.scales[0];
     let pixel = slow * inp.fpixels + fast;
-    let pass = Pass {
-        inp,
-        rows: inp.orientations_of(0),
-        slow,
-        fast,
-        first: adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0),
-        nearest_start: switch.is_some_and(|s| pixel > s),
-    };
+    let pass = Pass::new(inp, slow, fast, switch.is_some_and(|s| pixel > s));
     let factors = pixel_factors(&pass);
     let g_term = weight * scale * factors.omega * factors.polar * factors.capture;
     // ∂I/∂I_bg: the running sum starts at I_bg (the products scale it after every term)
@@ -346,7 +331,20 @@ struct Pass<'a> {
     nearest_start: bool,
 }
 
-impl Pass<'_> {
+impl<'a> Pass<'a> {
+    /// The pass of pixel (`slow`, `fast`) of shot 0, nearest neighbour from its start where
+    /// `nearest_start`.
+    fn new(inp: &'a Inputs<f64>, slow: usize, fast: usize, nearest_start: bool) -> Self {
+        Self {
+            inp,
+            rows: inp.orientations_of(0),
+            slow,
+            fast,
+            first: adjoint::ray(&inp.p, &inp.sw, inp.oversample, slow, fast, 0, 0, 0),
+            nearest_start,
+        }
+    }
+
     /// Every sample of the pixel in C's order (layer, sub-pixel row, sub-pixel column), with
     /// its ray and layer.
     fn each_sample(&self, mut visit: impl FnMut(&Ray, usize)) {

@@ -126,7 +126,9 @@ pub fn pixels_adjoint(
     mut grid: Option<&mut [f64]>,
 ) {
     let os = inp.oversample;
-    let factors = PixelFactors::of(inp, slow, &fast);
+    // the first sample's rays serve the cached factors and the first terms
+    let first = RayLanes::at(inp, slow, &fast, (0, 0, 0));
+    let factors = PixelFactors::of(inp, slow, &fast, first);
     let product = factors.product();
     let scale = inp.scales[0];
     let g_term: Lanes = each(|l| weight[l] * scale * product[l]);
@@ -136,7 +138,10 @@ pub fn pixels_adjoint(
         for sub_s in 0..os {
             for sub_f in 0..os {
                 let mut sample = Sample {
-                    ray: RayLanes::at(inp, slow, &fast, (t, sub_s, sub_f)),
+                    ray: match (t, sub_s, sub_f) {
+                        (0, 0, 0) => first,
+                        sample => RayLanes::at(inp, slow, &fast, sample),
+                    },
                     g_d: [[0.0; PIXEL_LANES]; 3],
                 };
                 for (si, source) in inp.sources.iter().enumerate() {
@@ -228,9 +233,9 @@ enum PixelFactors {
 
 impl PixelFactors {
     #[inline(always)]
-    fn of(inp: &Inputs<f64>, slow: usize, fast: &[usize; PIXEL_LANES]) -> Self {
+    fn of(inp: &Inputs<f64>, slow: usize, fast: &[usize; PIXEL_LANES], first: RayLanes) -> Self {
         match inp.sw.dmin && inp.sw.polar {
-            false => Self::Lanes(FactorLanes::of(inp, slow, fast)),
+            false => Self::Lanes(FactorLanes::of(inp, slow, fast, first)),
             true => Self::OneByOne(Box::new(std::array::from_fn(|l| factors_at(inp, slow, fast[l])))),
         }
     }
@@ -270,10 +275,10 @@ struct FactorLanes {
 }
 
 impl FactorLanes {
+    /// The factors of pixels (slow, `fast[l]`), whose first samples' rays are `first`.
     #[inline(always)]
-    fn of(inp: &Inputs<f64>, slow: usize, fast: &[usize; PIXEL_LANES]) -> Self {
+    fn of(inp: &Inputs<f64>, slow: usize, fast: &[usize; PIXEL_LANES], first: RayLanes) -> Self {
         let (sw, p) = (&inp.sw, &inp.p);
-        let first = RayLanes::at(inp, slow, fast, (0, 0, 0));
         let last = match inp.layers {
             1 => first,
             n => RayLanes::at(inp, slow, fast, (n - 1, 0, 0)),
