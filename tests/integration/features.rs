@@ -66,7 +66,7 @@ fn the_library_alone_depends_on_no_application_crate() {
 
 #[test]
 fn the_wheel_build_resolves_shared_crates_as_the_test_build_does() {
-    // tests/run-all.sh: `cargo test --release --workspace`, then `maturin build` of the
+    // tests/run-all.sh: `cargo test --release --workspace --tests`, then `maturin build` of the
     // Python package alone (its normal and build dependencies)
     let tests = features_by_package(&["--workspace", "-e", "normal,build,dev"]);
     let wheel = features_by_package(&["-p", "nanobragg-python", "-e", "normal,build"]);

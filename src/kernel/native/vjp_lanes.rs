@@ -54,6 +54,19 @@ macro_rules! three {
     };
 }
 
+/// `[e(0), …, e(PIXEL_LANES − 1)]` for the expression `e` of lane `l`, as a loop in the caller's
+/// body: for a step too large for [`each`]'s closure to be inlined, which would leave it in the
+/// baseline build's code, called lane by lane through memory.
+macro_rules! across {
+    ($l:ident => $e:expr) => {{
+        let mut lanes = [Default::default(); PIXEL_LANES];
+        for $l in 0..PIXEL_LANES {
+            lanes[$l] = $e;
+        }
+        lanes
+    }};
+}
+
 /// Whether the lanes take `inp`'s reverse pass.
 pub fn covers(inp: &Inputs<f64>) -> bool {
     !inp.sw.tricubic && !inp.sw.products()
@@ -89,17 +102,26 @@ impl LaneSums {
         }
     }
 
-    /// Each lane's Σ_z sums_z·t_z for the tangent `t` `[width]`.
+    /// Each lane's globals added into the wide slots, and cleared: each lane's sums are
+    /// unchanged (up to the order of additions), and a contraction runs across the lanes.
     #[inline(always)]
-    pub fn contract(&self, t: &[f64]) -> Lanes {
+    fn fold(&mut self) {
+        for (z, wide) in self.wide.iter_mut().enumerate().take(at::G_GLOBALS) {
+            for l in 0..PIXEL_LANES {
+                wide[l] += self.narrow[l][z];
+            }
+        }
+        self.narrow = [[0.0; at::G_GLOBALS]; PIXEL_LANES];
+    }
+
+    /// Each lane's Σ_z sums_z·t_z for the tangent `t` `[width]`, once [`Self::fold`]ed.
+    #[inline(always)]
+    fn contract(&self, t: &[f64]) -> Lanes {
         let mut out = [0.0; PIXEL_LANES];
         for (wide, &t) in self.wide.iter().zip(t) {
             for l in 0..PIXEL_LANES {
                 out[l] += wide[l] * t;
             }
-        }
-        for (l, narrow) in self.narrow.iter().enumerate() {
-            out[l] += narrow.iter().zip(t).map(|(n, t)| n * t).sum::<f64>();
         }
         out
     }
@@ -164,7 +186,8 @@ struct RayLanes {
 }
 
 impl RayLanes {
-    /// Layer `t`, sub-pixel (`sub_s`, `sub_f`) of pixels (slow, `fast[l]`).
+    /// Layer `t`, sub-pixel (`sub_s`, `sub_f`) of pixels (slow, `fast[l]`): [`adjoint::ray`]'s
+    /// operations in its order, each step across the lanes.
     #[inline(always)]
     fn at(
         inp: &Inputs<f64>,
@@ -172,13 +195,38 @@ impl RayLanes {
         fast: &[usize; PIXEL_LANES],
         (t, sub_s, sub_f): (usize, usize, usize),
     ) -> Self {
-        let (p, sw, os) = (&inp.p, &inp.sw, inp.oversample);
-        let ray: [Ray; PIXEL_LANES] = each(|l| adjoint::ray(p, sw, os, slow, fast[l], t, sub_s, sub_f));
-        Self {
-            coords: three!(j => each(|l| ray[l].coords[j])),
-            d: three!(j => each(|l| ray[l].d[j])),
-            r: each(|l| ray[l].r),
+        let (p, os) = (&inp.p, inp.oversample);
+        let half = p.subpixel * 0.5;
+        let coords = [
+            each(|l| p.subpixel * (fast[l] * os + sub_f) as f64 + half),
+            [p.subpixel * (slow * os + sub_s) as f64 + half; PIXEL_LANES],
+            [t as f64 * p.layer_step; PIXEL_LANES],
+        ];
+        // P = f·F + s·S + o·O + pix0, as `forward::sample_position`
+        let mut pos: [Lanes; 3] = three!(j => each(|l| {
+            p.fdet[j] * coords[0][l] + p.sdet[j] * coords[1][l] + p.odet[j] * coords[2][l] + p.pix0[j]
+        }));
+        if inp.sw.curved {
+            for l in 0..PIXEL_LANES {
+                let curved = forward::curved_position(p, three!(j => pos[j][l]));
+                for j in 0..3 {
+                    pos[j][l] = curved[j];
+                }
+            }
         }
+        let r: Lanes = each(|l| (pos[0][l] * pos[0][l] + pos[1][l] * pos[1][l] + pos[2][l] * pos[2][l]).sqrt());
+        let inv_r: Lanes = each(|l| 1.0 / r[l]);
+        Self {
+            coords,
+            d: three!(j => each(|l| pos[j][l] * inv_r[l])),
+            r,
+        }
+    }
+
+    /// Lane `l`'s unit direction.
+    #[inline(always)]
+    fn d(&self, l: usize) -> V3<f64> {
+        three!(j => self.d[j][l])
     }
 
     #[inline(always)]
@@ -294,10 +342,10 @@ impl FactorLanes {
             let layer = (inp.layers - 1) as f64;
             let d = &last.d;
             let parallax: Lanes = each(|l| d[0][l] * p.odet[0] + d[1][l] * p.odet[1] + d[2][l] * p.odet[2]);
-            out.capture = each(|l| forward::capture_fraction(p, parallax[l], layer));
+            out.capture = across!(l => forward::capture_fraction(p, parallax[l], layer));
         }
         if sw.polar {
-            out.polar = each(|l| forward::kahn_factor(&inp.sources[0], first.lane(l).d, p.kahn));
+            out.polar = across!(l => forward::kahn_factor(&inp.sources[0], first.d(l), p.kahn));
         }
         out
     }
@@ -314,7 +362,7 @@ impl FactorLanes {
         let g: Lanes = each(|l| weight[l] * inp.scales[0] * total[l]);
         let (first, last) = (&self.first, &self.last);
         let omega_partials: [(f64, f64); PIXEL_LANES] =
-            each(|l| adjoint::solid_angle_partials(p, sw.point_pixel, first.r[l], g[l] * polar[l] * capture[l]));
+            across!(l => adjoint::solid_angle_partials(p, sw.point_pixel, first.r[l], g[l] * polar[l] * capture[l]));
         sums.add(at::G_CLOSE_DISTANCE, each(|l| omega_partials[l].0));
         // ∂r/∂P = d
         push_positions(
@@ -327,7 +375,7 @@ impl FactorLanes {
         if sw.sensor {
             let layer = (inp.layers - 1) as f64;
             let g_parallax: Lanes =
-                each(|l| adjoint::capture_partial(p, last.lane(l).d, layer, g[l] * omega[l] * polar[l]));
+                across!(l => adjoint::capture_partial(p, last.d(l), layer, g[l] * omega[l] * polar[l]));
             for j in 0..3 {
                 sums.add(at::G_ODET_COL + j, each(|l| last.d[j][l] * g_parallax[l]));
             }
@@ -336,7 +384,7 @@ impl FactorLanes {
         if sw.polar {
             let source = &inp.sources[0];
             let kahn: [(f64, V3<f64>); PIXEL_LANES] =
-                each(|l| adjoint::kahn_partials(p.kahn, source, first.lane(l).d, g[l] * omega[l] * capture[l]));
+                across!(l => adjoint::kahn_partials(p.kahn, source, first.d(l), g[l] * omega[l] * capture[l]));
             sums.add(at::G_KAHN, each(|l| kahn[l].0));
             push_directions(p, sw, sums, first, three!(j => each(|l| kahn[l].1[j])));
         }
@@ -366,7 +414,7 @@ impl Sample {
         mut grid: Option<&mut [f64]>,
     ) {
         let (sw, p, d) = (&inp.sw, &inp.p, self.ray.d);
-        let kept: [bool; PIXEL_LANES] = each(|l| !sw.dmin || stol(self.ray.lane(l).d, source) <= p.stol_max);
+        let kept: [bool; PIXEL_LANES] = across!(l => !sw.dmin || stol(self.ray.d(l), source) <= p.stol_max);
         if !kept.contains(&true) {
             return;
         }
@@ -429,7 +477,7 @@ impl LatticeLanes {
     fn of(p: &Params<f64>, hkl: &[Lanes; 3], sw: &Switches) -> Self {
         if !sw.square {
             let one: [LatticePartials; PIXEL_LANES] =
-                each(|l| adjoint::lattice_factor(p, [hkl[0][l], hkl[1][l], hkl[2][l]], sw));
+                across!(l => adjoint::lattice_factor(p, [hkl[0][l], hkl[1][l], hkl[2][l]], sw));
             return Self {
                 value: each(|l| one[l].value),
                 d_hkl: three!(v => each(|l| one[l].d_hkl[v])),
@@ -562,6 +610,7 @@ pub fn row_derivatives(
         let weight = std::array::from_fn(|l| if l < group.len() { 1.0 } else { 0.0 });
         sums.clear();
         pixels_adjoint(inp, slow, fast, weight, sums, None);
+        sums.fold();
         for (k, t) in tangents.chunks_exact(width).enumerate().take(n) {
             let d = sums.contract(t);
             for (&(c, _), d) in group.iter().zip(d) {
@@ -653,6 +702,31 @@ mod tests {
             "-tophat_spots -point_pixel -nopolar",
         ] {
             lanes_match_one_pixel_at_a_time(&format!("{base} {extra}"), None);
+        }
+    }
+
+    /// Every lane's ray, sub-pixel and layer, is [`adjoint::ray`]'s to the bit: on a flat and
+    /// a curved detector, tilted, with sub-pixels and sensor layers.
+    #[test]
+    fn ray_lanes_are_one_pixel_rays() {
+        let base = "-default_F 100 -cell 70 80 90 80 85 95 -lambda 1.5 -N 4 -distance 80 -pixel 0.4 -detpixels 13 \
+                    -oversample 3 -detector_thick 100 -detector_thicksteps 3 -detector_abs 300 -detector_rotx 5 \
+                    -detector_rotz 11 -twotheta 7";
+        for flags in [base.to_string(), format!("{base} -curved_det")] {
+            let job = job_of(&flags, None);
+            let inp = Inputs::<f64>::new(&job);
+            let (p, sw) = (&inp.p, &inp.sw);
+            let fast: [usize; PIXEL_LANES] = std::array::from_fn(|l| (3 * l + 1) % inp.fpixels);
+            for sample in [(0, 0, 0), (1, 2, 1), (2, 1, 2)] {
+                let lanes = RayLanes::at(&inp, 5, &fast, sample);
+                for (l, &f) in fast.iter().enumerate() {
+                    let (t, sub_s, sub_f) = sample;
+                    let one = adjoint::ray(p, sw, inp.oversample, 5, f, t, sub_s, sub_f);
+                    let got = lanes.lane(l);
+                    let bits = |r: &Ray| [r.coords, r.d, [r.r; 3]].map(|v| v.map(f64::to_bits));
+                    assert_eq!(bits(&got), bits(&one), "{flags}: lane {l}, sample {sample:?}");
+                }
+            }
         }
     }
 
