@@ -578,16 +578,26 @@ impl CellLanes {
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
 pub fn row_adjoint(inp: &Inputs<f64>, slow: usize, weights: Cotangent, sums: &mut LaneSums, grid: Option<&mut [f64]>) {
     let mut grid = grid;
-    let columns: Vec<(usize, f64)> = inp
-        .cols
-        .clone()
-        .map(|fast| (fast, weights.at(slow * inp.fpixels + fast)))
-        .filter(|&(fast, w)| w != 0.0 && is_rendered(inp, slow, fast))
-        .collect();
-    for group in columns.chunks(PIXEL_LANES) {
-        let fast = std::array::from_fn(|l| group[l.min(group.len() - 1)].0);
-        let weight = std::array::from_fn(|l| group.get(l).map_or(0.0, |g| g.1));
-        pixels_adjoint(inp, slow, fast, weight, sums, grid.as_deref_mut());
+    // the group being filled: its columns and weights, and how many it holds
+    let (mut fast, mut weight, mut filled) = ([0; PIXEL_LANES], [0.0; PIXEL_LANES], 0);
+    for column in inp.cols.clone() {
+        let w = weights.at(slow * inp.fpixels + column);
+        if w == 0.0 || !is_rendered(inp, slow, column) {
+            continue;
+        }
+        (fast[filled], weight[filled]) = (column, w);
+        filled += 1;
+        if filled == PIXEL_LANES {
+            pixels_adjoint(inp, slow, fast, weight, sums, grid.as_deref_mut());
+            filled = 0;
+        }
+    }
+    if filled > 0 {
+        // the last group padded with its last pixel at weight 0
+        for l in filled..PIXEL_LANES {
+            (fast[l], weight[l]) = (fast[filled - 1], 0.0);
+        }
+        pixels_adjoint(inp, slow, fast, weight, sums, grid);
     }
 }
 
