@@ -14,6 +14,7 @@
 //! them in [`adjoint`]: the CPU engine's vector–Jacobian products and derivative images.
 
 pub mod adjoint;
+pub mod groups;
 pub mod inputs;
 pub mod lanes;
 pub mod pixel;
@@ -198,13 +199,11 @@ fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usi
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
 fn render_row_lanes<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, out: &mut [&mut [T]]) -> RowSums {
     let mut omega = 0.0;
-    let columns = rendered_columns(inp, slow);
-    for group in columns.chunks(pixel_lanes::PIXEL_LANES) {
-        let fast = std::array::from_fn(|l| group[l.min(group.len() - 1)].1);
+    for group in groups::pixel_groups(inp, slow, |_| 1.0) {
         for (shot, &scale) in inp.scales.iter().enumerate() {
             let rows = inp.orientations_of(shot);
-            let values = pixel_lanes::pixel_photons_lanes(inp, rows, slow, fast);
-            for (&(c, _), value) in group.iter().zip(&values) {
+            let values = pixel_lanes::pixel_photons_lanes(inp, rows, slow, group.fast);
+            for (&c, value) in group.positions().iter().zip(&values) {
                 out[shot][c] = T::of(value.photons.to_f64() * scale);
                 if shot == 0 {
                     omega += value.omega.to_f64();

@@ -11,6 +11,7 @@
 //! first point off the grid depends on the pixels' order.
 
 use super::inputs::{Inputs, Params, Row, V3};
+use super::lanes::each;
 use super::pixel::{
     capture_fraction, counted, curved_position, dot, kahn_factor, lattice_factor, miller_index, sample_position,
     scaled, solid_angle, stol, structure_factor, term_factor, Pixel, PixelSums,
@@ -28,18 +29,6 @@ pub const PIXEL_LANES: usize = 8;
 
 /// A value per lane.
 type Lanes<F> = [F; PIXEL_LANES];
-
-/// `g(l)` of each lane `l` in order: [`std::array::from_fn`] (or `array::map`) always inlined,
-/// so that each step across the lanes compiles with the caller's vector instructions (its
-/// AVX-512 or AVX2 clone) instead of calling the baseline build's copy of the step.
-#[inline(always)]
-fn each<T: Copy>(mut g: impl FnMut(usize) -> T) -> Lanes<T> {
-    let mut lanes = [g(0); PIXEL_LANES];
-    for (l, lane) in lanes.iter_mut().enumerate().skip(1) {
-        *lane = g(l);
-    }
-    lanes
-}
 
 /// Whether the lanes render `inp`'s pixels: every configuration but tricubic structure factors.
 pub fn covers<F>(inp: &Inputs<F>) -> bool {

@@ -13,6 +13,7 @@ use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub};
 /// polynomial reductions of the GPU kernel (`kernel::trig`).
 pub trait Real:
     Copy
+    + Default
     + Send
     + Sync
     + PartialOrd

@@ -20,10 +20,10 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::adjoint::{self, LatticePartials, Nodes, Ray};
+use super::groups::pixel_groups;
 use super::inputs::{Inputs, Params, Source, V3};
-use super::is_rendered;
 use super::lanes::{each, sincg};
-use super::pixel::{self as forward, stol};
+use super::pixel::{self as forward, dot, stol};
 use super::pixel_lanes::PIXEL_LANES;
 use super::vjp::{factor_adjoints, factors_at, Cotangent, Factors};
 use crate::kernel::job::Switches;
@@ -103,27 +103,16 @@ impl LaneSums {
     }
 
     /// Each lane's globals added into the wide slots, and cleared: each lane's sums are
-    /// unchanged (up to the order of additions), and a contraction runs across the lanes.
+    /// unchanged (up to the order of additions), and [`Folded::contract`] runs across the lanes.
     #[inline(always)]
-    fn fold(&mut self) {
+    fn folded(&mut self) -> Folded<'_> {
         for (z, wide) in self.wide.iter_mut().enumerate().take(at::G_GLOBALS) {
             for l in 0..PIXEL_LANES {
                 wide[l] += self.narrow[l][z];
             }
         }
         self.narrow = [[0.0; at::G_GLOBALS]; PIXEL_LANES];
-    }
-
-    /// Each lane's Σ_z sums_z·t_z for the tangent `t` `[width]`, once [`Self::fold`]ed.
-    #[inline(always)]
-    fn contract(&self, t: &[f64]) -> Lanes {
-        let mut out = [0.0; PIXEL_LANES];
-        for (wide, &t) in self.wide.iter().zip(t) {
-            for l in 0..PIXEL_LANES {
-                out[l] += wide[l] * t;
-            }
-        }
-        out
+        Folded(self)
     }
 
     /// `wide[z]` += g.
@@ -133,6 +122,23 @@ impl LaneSums {
         for l in 0..PIXEL_LANES {
             slot[l] += g[l];
         }
+    }
+}
+
+/// [`LaneSums`] with every sum in its wide slot ([`LaneSums::folded`]).
+struct Folded<'a>(&'a LaneSums);
+
+impl Folded<'_> {
+    /// Each lane's Σ_z sums_z·t_z for the tangent `t` `[width]`.
+    #[inline(always)]
+    fn contract(&self, t: &[f64]) -> Lanes {
+        let mut out = [0.0; PIXEL_LANES];
+        for (wide, &t) in self.0.wide.iter().zip(t) {
+            for l in 0..PIXEL_LANES {
+                out[l] += wide[l] * t;
+            }
+        }
+        out
     }
 }
 
@@ -202,23 +208,20 @@ impl RayLanes {
             [p.subpixel * (slow * os + sub_s) as f64 + half; PIXEL_LANES],
             [t as f64 * p.layer_step; PIXEL_LANES],
         ];
-        // P = f·F + s·S + o·O + pix0, as `forward::sample_position`
-        let mut pos: [Lanes; 3] = three!(j => each(|l| {
-            p.fdet[j] * coords[0][l] + p.sdet[j] * coords[1][l] + p.odet[j] * coords[2][l] + p.pix0[j]
-        }));
+        // the position, as `adjoint::ray`: `forward::sample_position`, bent by
+        // `forward::curved_position` on a curved detector
+        let mut pos: [V3<f64>; PIXEL_LANES] =
+            each(|l| forward::sample_position(p, coords[0][l], coords[1][l], coords[2][l]));
         if inp.sw.curved {
             for l in 0..PIXEL_LANES {
-                let curved = forward::curved_position(p, three!(j => pos[j][l]));
-                for j in 0..3 {
-                    pos[j][l] = curved[j];
-                }
+                pos[l] = forward::curved_position(p, pos[l]);
             }
         }
-        let r: Lanes = each(|l| (pos[0][l] * pos[0][l] + pos[1][l] * pos[1][l] + pos[2][l] * pos[2][l]).sqrt());
+        let r: Lanes = each(|l| dot(pos[l], pos[l]).sqrt());
         let inv_r: Lanes = each(|l| 1.0 / r[l]);
         Self {
             coords,
-            d: three!(j => each(|l| pos[j][l] * inv_r[l])),
+            d: three!(j => each(|l| pos[l][j] * inv_r[l])),
             r,
         }
     }
@@ -578,26 +581,8 @@ impl CellLanes {
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
 pub fn row_adjoint(inp: &Inputs<f64>, slow: usize, weights: Cotangent, sums: &mut LaneSums, grid: Option<&mut [f64]>) {
     let mut grid = grid;
-    // the group being filled: its columns and weights, and how many it holds
-    let (mut fast, mut weight, mut filled) = ([0; PIXEL_LANES], [0.0; PIXEL_LANES], 0);
-    for column in inp.cols.clone() {
-        let w = weights.at(slow * inp.fpixels + column);
-        if w == 0.0 || !is_rendered(inp, slow, column) {
-            continue;
-        }
-        (fast[filled], weight[filled]) = (column, w);
-        filled += 1;
-        if filled == PIXEL_LANES {
-            pixels_adjoint(inp, slow, fast, weight, sums, grid.as_deref_mut());
-            filled = 0;
-        }
-    }
-    if filled > 0 {
-        // the last group padded with its last pixel at weight 0
-        for l in filled..PIXEL_LANES {
-            (fast[l], weight[l]) = (fast[filled - 1], 0.0);
-        }
-        pixels_adjoint(inp, slow, fast, weight, sums, grid);
+    for group in pixel_groups(inp, slow, |column| weights.at(slow * inp.fpixels + column)) {
+        pixels_adjoint(inp, slow, group.fast, group.weight, sums, grid.as_deref_mut());
     }
 }
 
@@ -614,16 +599,12 @@ pub fn row_derivatives(
     row: &mut [f64],
 ) {
     let (width, cols) = (sums.wide.len(), inp.cols.len());
-    let columns = super::rendered_columns(inp, slow);
-    for group in columns.chunks(PIXEL_LANES) {
-        let fast = std::array::from_fn(|l| group[l.min(group.len() - 1)].1);
-        let weight = std::array::from_fn(|l| if l < group.len() { 1.0 } else { 0.0 });
+    for group in pixel_groups(inp, slow, |_| 1.0) {
         sums.clear();
-        pixels_adjoint(inp, slow, fast, weight, sums, None);
-        sums.fold();
+        pixels_adjoint(inp, slow, group.fast, group.weight, sums, None);
+        let sums = sums.folded();
         for (k, t) in tangents.chunks_exact(width).enumerate().take(n) {
-            let d = sums.contract(t);
-            for (&(c, _), d) in group.iter().zip(d) {
+            for (&c, d) in group.positions().iter().zip(sums.contract(t)) {
                 row[k * cols + c] = d;
             }
         }
