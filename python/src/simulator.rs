@@ -5,7 +5,7 @@
 use crate::arrays;
 use crate::errors::{detached, to_py, value_error};
 use crate::flags::{self, Flags};
-use crate::tasks::{At, DerivativesAt, ImageValuesAt, LossAt, RenderAt, ValuesAt, VectorAt, VjpAt};
+use crate::tasks::{At, ImageValuesAt, LossAt, RenderAt, ValuesAt, VectorAt};
 use crate::writers::{write, Format};
 use nanobragg::app::program::render_options;
 use nanobragg::config::SimConfig;
@@ -109,6 +109,17 @@ impl Simulator {
             exp,
             values: &self.values,
             opts: engine.options(&self.setup.render),
+        }
+    }
+
+    /// This simulator's point for the library's engine methods (`Engine::image_vjp_at`), which
+    /// adapt the render options to the engine themselves.
+    pub(crate) fn point<'a>(&'a self, cfg: &'a SimConfig, exp: &'a Experiment) -> nanobragg::gradients::At<'a> {
+        nanobragg::gradients::At {
+            cfg,
+            exp,
+            values: &self.values,
+            opts: &self.setup.render,
         }
     }
 
@@ -351,13 +362,8 @@ impl Simulator {
         let w = weights
             .map(|w| arrays::pixels("weights", &w, self.pixels()))
             .transpose()?;
-        let at = self.at(cfg, exp, &engine);
-        let (_, grads) = detached(py, || {
-            engine.run(VjpAt {
-                at,
-                weights: w.as_deref(),
-            })
-        })?;
+        let at = self.point(cfg, exp);
+        let (_, grads) = detached(py, || engine.image_vjp_at(&at, w.as_deref()))?;
         let d = PyDict::new(py);
         for g in grads {
             d.set_item(g.name, arrays::vector(py, g.values))?;
@@ -382,8 +388,8 @@ impl Simulator {
         let (cfg, exp) = self.single("derivatives")?;
         let engine = self.engine(engine, precision)?;
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let at = self.at(cfg, exp, &engine);
-        let (_, images) = detached(py, || engine.run(DerivativesAt { at, names: &refs }))?;
+        let at = self.point(cfg, exp);
+        let images = detached(py, || engine.derivatives_at(&at, &refs))?;
         let d = PyDict::new(py);
         for (name, image) in names.iter().zip(images) {
             d.set_item(name, arrays::image(py, image.data, &self.dims())?)?;

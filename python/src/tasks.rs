@@ -6,8 +6,6 @@ use burn::backend::Autodiff;
 use burn::module::Module;
 use nanobragg::config::SimConfig;
 use nanobragg::engine::BackendTask;
-use nanobragg::gradients::derivative::DerivativeImage;
-use nanobragg::gradients::{fixed_weights, ParamGradient};
 use nanobragg::refine::gradcheck::ImageLoss;
 use nanobragg::refine::objective::render_params;
 use nanobragg::refine::{DetectorResponse, ImageObjective, LabelSplit, Loss, Objective, PsfResponse, Selection};
@@ -24,18 +22,6 @@ pub struct At<'a> {
     pub exp: &'a Experiment,
     pub values: &'a Values,
     pub opts: RenderOptions,
-}
-
-impl At<'_> {
-    /// The library's view of this point (`PixelKernel::vjp`, `PixelKernel::derivative_images`).
-    pub fn point(&self) -> nanobragg::gradients::At<'_> {
-        nanobragg::gradients::At {
-            cfg: self.cfg,
-            exp: self.exp,
-            values: self.values,
-            opts: &self.opts,
-        }
-    }
 }
 
 /// The image at the parameters (a forward pass; the configuration's own values render exactly
@@ -59,34 +45,6 @@ impl BackendTask for ValuesAt<'_> {
     fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
         let At { cfg, exp, values, .. } = self.0;
         Params::<B>::at(cfg, exp, values, device)?.values()
-    }
-}
-
-/// The image and Σ_p w_p·∂I_p/∂θ for every parameter θ (`PixelKernel::vjp`).
-pub struct VjpAt<'a> {
-    pub at: At<'a>,
-    pub weights: Option<&'a [f32]>,
-}
-
-impl BackendTask for VjpAt<'_> {
-    type Output = (Image, Vec<ParamGradient>);
-    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-        let weigh = fixed_weights(self.at.exp, self.weights)?;
-        let vjp = B::vjp(&self.at.point(), &weigh, device)?;
-        Ok((vjp.image, vjp.gradients))
-    }
-}
-
-/// The image and the derivative images `names` (`PixelKernel::derivative_images`).
-pub struct DerivativesAt<'a> {
-    pub at: At<'a>,
-    pub names: &'a [&'a str],
-}
-
-impl BackendTask for DerivativesAt<'_> {
-    type Output = (Image, Vec<DerivativeImage>);
-    fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-        B::derivative_images(&self.at.point(), self.names, device)
     }
 }
 

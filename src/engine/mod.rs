@@ -330,30 +330,34 @@ impl Engine {
         weights: Option<&[f32]>,
         opts: &RenderOptions,
     ) -> Result<(Image, Vec<ParamGradient>)> {
+        let at = At {
+            cfg,
+            exp,
+            values: &[],
+            opts,
+        };
+        self.image_vjp_at(&at, weights)
+    }
+
+    /// [`Engine::image_vjp`] at the point `at`: its configuration with the parameter values
+    /// `at.values` in place of the configuration's, rendered with `at.opts` as this engine
+    /// adapts them ([`Engine::options`]).
+    pub fn image_vjp_at(&self, at: &At<'_>, weights: Option<&[f32]>) -> Result<(Image, Vec<ParamGradient>)> {
         struct Vjp<'a> {
-            cfg: &'a SimConfig,
-            exp: &'a Experiment,
+            at: At<'a>,
             weights: Option<&'a [f32]>,
-            opts: RenderOptions,
         }
         impl BackendTask for Vjp<'_> {
             type Output = (Image, Vec<ParamGradient>);
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-                let at = At {
-                    cfg: self.cfg,
-                    exp: self.exp,
-                    values: &[],
-                    opts: &self.opts,
-                };
-                let vjp = B::vjp(&at, &fixed_weights(self.exp, self.weights)?, device)?;
+                let vjp = B::vjp(&self.at, &fixed_weights(self.at.exp, self.weights)?, device)?;
                 Ok((vjp.image, vjp.gradients))
             }
         }
+        let opts = self.options(at.opts);
         self.run(Vjp {
-            cfg,
-            exp,
+            at: At { opts: &opts, ..*at },
             weights,
-            opts: self.options(opts),
         })
     }
 
@@ -366,29 +370,31 @@ impl Engine {
         names: &[&str],
         opts: &RenderOptions,
     ) -> Result<Vec<DerivativeImage>> {
+        let at = At {
+            cfg,
+            exp,
+            values: &[],
+            opts,
+        };
+        self.derivatives_at(&at, names)
+    }
+
+    /// [`Engine::derivatives`] at the point `at` (as [`Engine::image_vjp_at`] reads it).
+    pub fn derivatives_at(&self, at: &At<'_>, names: &[&str]) -> Result<Vec<DerivativeImage>> {
         struct Derivatives<'a> {
-            cfg: &'a SimConfig,
-            exp: &'a Experiment,
+            at: At<'a>,
             names: &'a [&'a str],
-            opts: RenderOptions,
         }
         impl BackendTask for Derivatives<'_> {
             type Output = Vec<DerivativeImage>;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Self::Output> {
-                let at = At {
-                    cfg: self.cfg,
-                    exp: self.exp,
-                    values: &[],
-                    opts: &self.opts,
-                };
-                B::derivative_images(&at, self.names, device).map(|(_, d)| d)
+                B::derivative_images(&self.at, self.names, device).map(|(_, d)| d)
             }
         }
+        let opts = self.options(at.opts);
         self.run(Derivatives {
-            cfg,
-            exp,
+            at: At { opts: &opts, ..*at },
             names,
-            opts: self.options(opts),
         })
     }
 }
