@@ -69,7 +69,8 @@ where
         super::native::host_image::<f64>(job, opts).map(Some)
     }
 
-    /// The native reverse pass in f64 on `opts.threads` workers.
+    /// The native reverse pass in f64 on `opts.threads` workers, whatever the backend's
+    /// precision (the job's numbers are the host's; an f32 cotangent is read as f64).
     fn job_vjp(
         job: &PixelJob,
         _: &Experiment,
@@ -78,9 +79,6 @@ where
         opts: &RenderOptions,
         _: &Self::Device,
     ) -> Result<Option<JobSums>> {
-        if E::dtype() != DType::F64 {
-            return Ok(None);
-        }
         let run = |w: Cotangent<'_>| job_vjp(job, w, grid, opts.threads, opts.memory_budget).map(Some);
         // a loss's cotangent is read where it lies: a broadcast one (the backward step of a
         // sum expands one value) as that value, a laid-out one as its memory

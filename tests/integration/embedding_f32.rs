@@ -84,3 +84,55 @@ fn float_image(args: &[&str], precision: &str) -> Vec<f32> {
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
 }
+
+/// A `Simulator<Autodiff<NdArray<f32>>>`'s backward pass by the native reverse pass (the
+/// default: the scene on the f64 host, the pass over the f32 process's job in f64) equals the
+/// tensor stages' product (`adjoint_kernel` off, accumulated in f32), parameter by parameter,
+/// to 1e-3 of each gradient's largest component (f32 rounding of the stages' sums: 1.2e-4
+/// measured); a wrong term would be off by far more.
+#[test]
+fn backward_on_ndarray_f32_by_the_native_pass_equals_the_tensor_stages() {
+    use burn::backend::Autodiff;
+    use burn::tensor::{Tensor, TensorData};
+    use nanobragg::render::RenderOptions;
+    type Ad = Autodiff<NdArray<f32>>;
+    if !crate::common::own_process(
+        module_path!(),
+        "backward_on_ndarray_f32_by_the_native_pass_equals_the_tensor_stages",
+    ) {
+        return;
+    }
+    let device = NdArrayDevice::Cpu;
+    let args: Vec<&str> = FLAGS.split_whitespace().collect();
+    let sim = Simulator::<Ad>::from_args(&args, &device).unwrap();
+    let gradients = |options: RenderOptions| {
+        let sim = sim.clone().with_options(options);
+        let image = sim.forward();
+        let [s, f] = image.dims();
+        // weights that vary in sign and size, so every pixel's cotangent differs
+        let w: Vec<f32> = (0..s * f).map(|p| ((p * 37) % 11) as f32 / 5.0 - 1.0).collect();
+        let grads = (image * Tensor::<Ad, 2>::from_data(TensorData::new(w, [s, f]), &device))
+            .sum()
+            .backward();
+        sim.params.gradients(&grads).unwrap()
+    };
+    let base = sim.setup().options.clone();
+    let native = gradients(base.clone());
+    let stages = gradients(RenderOptions {
+        adjoint_kernel: false,
+        ..base
+    });
+    assert_eq!(native.len(), stages.len());
+    let nonzero = stages.iter().filter(|(_, g)| g.iter().any(|v| *v != 0.0)).count();
+    assert!(nonzero >= 10, "{nonzero} parameters with a gradient");
+    for ((name, a), (other, b)) in native.iter().zip(&stages) {
+        assert_eq!(name, other);
+        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f64, f64::max);
+        println!("∂L/∂{name}: native against stages max |Δ| = {worst:.1e} of {scale:.1e}");
+        assert!(
+            worst <= 1e-3 * scale,
+            "∂L/∂{name}: native {a:?} against the tensor stages' {b:?}"
+        );
+    }
+}
