@@ -330,13 +330,7 @@ impl Engine {
         weights: Option<&[f32]>,
         opts: &RenderOptions,
     ) -> Result<(Image, Vec<ParamGradient>)> {
-        let at = At {
-            cfg,
-            exp,
-            values: &[],
-            opts,
-        };
-        self.image_vjp_at(&at, weights)
+        self.image_vjp_at(&At::own(cfg, exp, opts), weights)
     }
 
     /// [`Engine::image_vjp`] at the point `at`: its configuration with the parameter values
@@ -370,13 +364,7 @@ impl Engine {
         names: &[&str],
         opts: &RenderOptions,
     ) -> Result<Vec<DerivativeImage>> {
-        let at = At {
-            cfg,
-            exp,
-            values: &[],
-            opts,
-        };
-        self.derivatives_at(&at, names)
+        self.derivatives_at(&At::own(cfg, exp, opts), names)
     }
 
     /// [`Engine::derivatives`] at the point `at` (as [`Engine::image_vjp_at`] reads it).

@@ -61,6 +61,18 @@ pub struct At<'a> {
     pub opts: &'a RenderOptions,
 }
 
+impl<'a> At<'a> {
+    /// The configuration's own point: its parameters at the configuration's values.
+    pub fn own(cfg: &'a SimConfig, exp: &'a Experiment, opts: &'a RenderOptions) -> Self {
+        At {
+            cfg,
+            exp,
+            values: &[],
+            opts,
+        }
+    }
+}
+
 impl At<'_> {
     /// Every present parameter's values at this point, as [`Params::values`] lists them
     /// (computed on backend `B`).

@@ -252,13 +252,7 @@ pub fn image_vjp<B: PixelKernel>(
 ) -> Result<Option<(Image, Vec<ParamGradient>)>> {
     let weigh = crate::gradients::fixed_weights(exp, weights)?;
     let opts = RenderOptions::default();
-    let at = At {
-        cfg,
-        exp,
-        values: &[],
-        opts: &opts,
-    };
-    let vjp = weighted_vjp::<B>(&at, &weigh, device)?;
+    let vjp = weighted_vjp::<B>(&At::own(cfg, exp, &opts), &weigh, device)?;
     Ok(vjp.map(|v| (v.image, v.gradients)))
 }
 
