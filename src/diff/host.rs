@@ -10,10 +10,18 @@
 
 use crate::base::vec3::Vec3;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::backend::Backend;
+use burn::tensor::{DType, Tensor, TensorCreationOptions, TensorData};
 
 /// The backend the host evaluates geometry on.
 pub type Host = NdArray<f64>;
+
+/// Tensors on the host's CPU device in f64, whatever the device's default float dtype: for
+/// `Host` and `Autodiff<Host>` parameters ([`crate::scene::params::Params::from_values`]) whose
+/// scene the kernels or the native loop take.
+pub fn f64_options<B: Backend<Device = NdArrayDevice>>() -> TensorCreationOptions<B> {
+    TensorCreationOptions::new(NdArrayDevice::Cpu).with_dtype(DType::F64)
+}
 
 /// A `[n]` f64 tensor of `values` on the host.
 pub fn vector(values: &[f64]) -> Tensor<Host, 1> {

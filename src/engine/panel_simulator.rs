@@ -237,7 +237,7 @@ impl PanelSetup {
         let shared = params.scene_with(
             &first.cfg,
             &first.exp,
-            &SceneTensors::new(first_host, &first.exp, &device),
+            &SceneTensors::new(first_host, &first.exp, (&device, params.dtype())),
             &device,
         );
         // each needed group's motion once, however many of its panels are asked for
@@ -256,7 +256,7 @@ impl PanelSetup {
                 let (setup, _) = &self.panels[i];
                 let at_file = setup.exp.detector.tensors(&motions);
                 SceneTensors {
-                    rendered: rendered_positions(&setup.exp, &device),
+                    rendered: rendered_positions(&setup.exp, (&device, params.dtype())),
                     ..shared.clone()
                 }
                 .with_detector(

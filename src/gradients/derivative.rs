@@ -139,12 +139,13 @@ pub(crate) fn scene_jacobian_by_differences(
     specs: &[&DerivativeSpec],
     width: usize,
 ) -> Result<Vec<f64>> {
-    use crate::diff::host::Host;
+    use crate::diff::host::{f64_options, Host};
     let cpu = burn::backend::ndarray::NdArrayDevice::Cpu;
-    let base = Params::<Host>::new(cfg, exp, &cpu).values()?;
-    let constants = SceneTensors::<Host>::constants(exp, &cpu);
+    // in f64 whatever the CPU device's default dtype (an f32 process's too)
+    let base = Params::<Host>::new(cfg, exp, f64_options()).values()?;
+    let constants = SceneTensors::<Host>::constants(exp, f64_options());
     let scene_at = |values: &[(&'static str, Vec<f64>)]| -> Result<Vec<f64>> {
-        let params = Params::<Host>::from_values(values, &cpu)?;
+        let params = Params::<Host>::from_values(values, f64_options())?;
         to_host(scene_vector(&params.scene_with(cfg, exp, &constants, &cpu)))
     };
     let mut jac: Vec<f64> = Vec::new();

@@ -75,12 +75,12 @@ impl<'a> At<'a> {
 
 impl At<'_> {
     /// Every present parameter's values at this point, as [`Params::values`] lists them
-    /// (computed on backend `B`).
+    /// (computed on backend `B`, the parameters made as `options` says: [`Params::new`]).
     pub fn all_values<B: burn::tensor::backend::Backend>(
         &self,
-        device: &B::Device,
+        options: impl Into<burn::tensor::TensorCreationOptions<B>>,
     ) -> Result<Vec<(&'static str, Vec<f64>)>> {
-        Params::<B>::at(self.cfg, self.exp, self.values, device)?.values()
+        Params::<B>::at(self.cfg, self.exp, self.values, options)?.values()
     }
 }
 
@@ -315,7 +315,8 @@ pub(crate) fn scene_to_params<B: AutodiffBackend>(
         .zip(g)
         .map(|(t, g)| {
             let n = g.len();
-            (t * Tensor::from_data(TensorData::new(g, [n]), device)).sum()
+            let dtype = t.dtype();
+            (t * Tensor::from_data(TensorData::new(g, [n]), (device, dtype))).sum()
         })
         .reduce(|a, b| a + b);
     let grads = total.map(|t| t.backward());

@@ -2,17 +2,19 @@
 //! graph whose parents are the parameter tensors.
 //!
 //! * **Forward:** the parameters' values are read back, the scene is evaluated from them on the
-//!   host in f64 and the inner backend's kernel renders it ([`super::images_at`]). The device
+//!   host in f64 (whatever the CPU device's default dtype) and the inner backend's kernel or
+//!   native loop renders it ([`super::images_at`]). The device
 //!   runs the kernel alone: no graph from the parameters to the scene is built there.
 //! * **Backward:** w = ∂L/∂I stays on the device. The scene graph is built again from the
-//!   values on `Autodiff<NdArray<f64>>`; the inner backend's vector–Jacobian product
+//!   values on `Autodiff<NdArray<f64>>` in f64; the inner backend's vector–Jacobian product
 //!   ([`PixelKernel::job_vjp`]: the adjoint kernels on a GPU, [`super::adjoint`] and
 //!   [`super::scatter`]; the native loop's reverse pass on the CPU, [`super::native::vjp`])
 //!   gives g_z = Σ_p w_p·∂I_p/∂z for the scene's variables z (and, where the
 //!   structure-factor grid's values are parameters, their gradient), and (∂z/∂θ)ᵀ·g_z follows
 //!   over the small scene graph on the host. Where the kernels do not cover the image ([`super::vjp::kernel_covers`]),
-//!   w is read back and the tensor stages take the product on the host, in
-//!   f64 over the worker pool ([`scene_graph_vjp`]). Each parameter's gradient is registered
+//!   w is read back and the tensor stages take the product on the host over the worker pool
+//!   ([`scene_graph_vjp`]), in the CPU device's float dtype (f64 unless the process renders in
+//!   f32). Each parameter's gradient is registered
 //!   on its tensor, so it flows on into the caller's graph.
 //!
 //! The image is the kernel's or the loop's; its gradients are the kernel's adjoint (equal to
@@ -26,13 +28,12 @@ use super::backend::PixelKernel;
 use super::launch::images_at;
 use super::vjp::KernelScene;
 use crate::base::error::Result;
-use crate::diff::host::Host;
+use crate::diff::host::{f64_options, Host};
 use crate::gradients::{scene_graph_vjp, ParamGradient};
 use crate::render::scenes::Scenes;
 use crate::render::RenderOptions;
 use crate::scene::params::{Params, PARAMETERS};
 use crate::scene::to_host;
-use crate::scene::SceneTensors;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -172,16 +173,18 @@ impl<S: Scenes> ImageVjp<S> {
     /// it covers the image (and the image's options allow it, `RenderOptions::adjoint_kernel`),
     /// else by the tensor stages on the host.
     fn gradients<B: PixelKernel>(&self, cotangent: FloatTensor<B>) -> Result<Vec<ParamGradient>> {
-        let device = NdArrayDevice::Cpu;
-        let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;
-        let graph = self.scenes.scene(&params, self.image);
         let (setup, host) = self.scenes.images()[self.image];
         let w = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(cotangent));
         if setup.options.adjoint_kernel && B::renders_jobs() {
-            if let Some(g) = self.kernel_gradients(&params, &graph, w.clone())? {
+            if let Some(g) = self.kernel_gradients(w.clone())? {
                 return Ok(g);
             }
         }
+        // the tensor stages make their constants in the CPU device's float dtype: so are the
+        // parameters
+        let device = NdArrayDevice::Cpu;
+        let params = Params::<Autodiff<Host>>::from_values(&self.values, &device)?;
+        let graph = self.scenes.scene(&params, self.image);
         let w = to_host(w)?;
         // the weights of a chunk's rendered pixels (indices fast-major over the detector)
         let weigh = |pixels: &[u32], _: &[f64]| (0.0, pixels.iter().map(|&p| w[p as usize]).collect());
@@ -199,22 +202,19 @@ impl<S: Scenes> ImageVjp<S> {
     }
 
     /// Σ_p w_p·∂I_p/∂θ by the vector–Jacobian kernel on `B`'s device, then (∂z/∂θ)ᵀ·g_z over
-    /// the small scene graph on the host; `None` where the kernels do not cover the image
-    /// ([`super::vjp::kernel_covers`]).
-    fn kernel_gradients<B: PixelKernel>(
-        &self,
-        params: &Params<Autodiff<Host>>,
-        graph: &SceneTensors<Autodiff<Host>>,
-        w: Tensor<B, 2>,
-    ) -> Result<Option<Vec<ParamGradient>>> {
+    /// the small scene graph on the host, in f64 whatever the CPU device's default dtype; `None`
+    /// where the kernels do not cover the image ([`super::vjp::kernel_covers`]).
+    fn kernel_gradients<B: PixelKernel>(&self, w: Tensor<B, 2>) -> Result<Option<Vec<ParamGradient>>> {
         let (setup, host) = self.scenes.images()[self.image];
-        match KernelScene::new(&setup.exp, host, params, graph.clone())? {
+        let params = Params::<Autodiff<Host>>::from_values(&self.values, f64_options())?;
+        let graph = self.scenes.scene(&params, self.image);
+        match KernelScene::new(&setup.exp, host, &params, graph)? {
             Some(mut scene) => {
                 // the forward pass's render found C's tricubic fall-back pixel
                 scene.job.switch_to_nearest_after(self.switch_pixel);
                 scene.fall_back_known = true;
                 let device = w.device();
-                scene.gradients::<B>(&setup.exp, params, w, &backward_options(setup), &device)
+                scene.gradients::<B>(&setup.exp, &params, w, &backward_options(setup), &device)
             }
             None => Ok(None),
         }

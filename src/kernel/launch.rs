@@ -13,7 +13,6 @@ use crate::render::scenes::Scenes;
 use crate::render::RenderOptions;
 use crate::scene::params::Params;
 use crate::scene::Scene;
-use burn::backend::ndarray::NdArrayDevice;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, Int, Tensor, TensorData, TensorPrimitive};
 use std::sync::Arc;
@@ -48,11 +47,10 @@ pub fn runs_on<B: PixelKernel>(exp: &Experiment, shots: usize) -> bool {
 /// [`Params::values`] lists them), each with its job's tricubic switch pixel
 /// ([`PixelJob::switch_pixel`]), rendered by the kernel or the native loop
 /// ([`PixelKernel::render_job`]) and left on `device`, untracked: the scenes are evaluated on
-/// the host in f64 ([`Host`]) and packed, so the device runs the kernel launches alone. `None`
-/// where `B` renders no jobs, an image's options do not ask for it
-/// (`RenderOptions::pixel_kernel`), a launch does not fit, or
-/// the process renders on the CPU in f32 (the CPU device's dtype is fixed per process: the
-/// caller then renders with the tensor stages on its own device).
+/// the host in f64 ([`Host`], whatever the CPU device's default dtype) and packed, so the
+/// device runs the kernel launches alone. `None` where `B` renders no jobs, an image's options
+/// do not ask for it (`RenderOptions::pixel_kernel`) or a launch does not fit (the caller then
+/// renders with the tensor stages on its own device).
 pub fn images_at<B: PixelKernel, S: Scenes>(
     scenes: &S,
     values: &[(&'static str, Vec<f64>)],
@@ -62,11 +60,7 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     if !B::renders_jobs() || !images.iter().all(|(setup, _)| setup.options.pixel_kernel) {
         return Ok(None);
     }
-    let cpu = NdArrayDevice::Cpu;
-    if crate::base::device::init_cpu_dtype::<Host>(&cpu, DType::F64).is_err() {
-        return Ok(None);
-    }
-    let params = Params::<Host>::from_values(values, &cpu)?;
+    let params = Params::<Host>::from_values(values, crate::diff::host::f64_options())?;
     images
         .iter()
         .zip(scenes.scenes(&params))

@@ -18,7 +18,7 @@ use crate::scene::Scene;
 use burn::backend::ndarray::{
     FloatNdArrayElement, IntNdArrayElement, NdArray, NdArrayTensor, QuantElement, SharedArray,
 };
-use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
+use burn::tensor::{Tensor, TensorData, TensorPrimitive};
 use std::sync::Arc;
 
 impl<E: FloatNdArrayElement + Real, I: IntNdArrayElement, Q: QuantElement> PixelKernel for NdArray<E, I, Q>
@@ -35,20 +35,15 @@ where
         crate::render::render_by_stages::<Self>(exp, scene, opts, device)
     }
 
-    /// The native loop and its reverse pass where `at.opts` asks for them and the process
-    /// computes in f64, else the tensor stages.
+    /// The native loop (in `E`) and its reverse pass (in f64) where `at.opts` asks for them,
+    /// else the tensor stages.
     fn vjp(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &Self::Device) -> Result<Vjp> {
-        // an f32 process holds no f64 host scene: the tensor stages, without probing for one
-        if E::dtype() != DType::F64 {
-            return crate::gradients::vjp_by_stages::<Self>(at, weigh, device);
-        }
         super::dispatch::vjp::<Self>(at, weigh, device)
     }
 
+    /// The native loop (in `E`) and its derivative pass (in f64) where `at.opts` asks for them,
+    /// else the tensor stages.
     fn derivative_images(at: &At<'_>, names: &[&str], device: &Self::Device) -> Result<(Image, Vec<DerivativeImage>)> {
-        if E::dtype() != DType::F64 {
-            return crate::gradients::derivative::derivative_images_by_stages::<Self>(at, names, device);
-        }
         super::dispatch::derivative_images::<Self>(at, names, device)
     }
 
@@ -56,17 +51,14 @@ where
         true
     }
 
-    /// The native loop in f64; `None` in an f32 backend (its adjoint runs on the f64 host).
+    /// The native loop in the backend's precision `E` (the image `Engine::render` gives).
     fn host_image(
         job: &mut PixelJob,
         _: &Experiment,
         opts: &RenderOptions,
         _: &Self::Device,
     ) -> Result<Option<HostImage>> {
-        if E::dtype() != DType::F64 {
-            return Ok(None);
-        }
-        super::native::host_image::<f64>(job, opts).map(Some)
+        super::native::host_image::<E>(job, opts).map(Some)
     }
 
     /// The native reverse pass in f64 on `opts.threads` workers, whatever the backend's
@@ -97,7 +89,8 @@ where
         run(Cotangent::PerPixel(&crate::scene::to_host(weights)?))
     }
 
-    /// The native reverse pass in f64, pixel by pixel, on `opts.threads` workers.
+    /// The native derivative pass in f64 on `opts.threads` workers, whatever the backend's
+    /// precision.
     fn job_derivatives(
         job: &PixelJob,
         _: &Experiment,
@@ -106,9 +99,6 @@ where
         opts: &RenderOptions,
         _: &Self::Device,
     ) -> Result<Option<Vec<f64>>> {
-        if E::dtype() != DType::F64 {
-            return Ok(None);
-        }
         super::native::vjp::job_derivatives(job, tangents, n, opts.threads).map(Some)
     }
 

@@ -7,10 +7,9 @@ use super::backend::{KernelInputs, PixelKernel, VjpShape};
 use super::job::{HostImage, JobSums, PixelJob};
 use super::launch::{read_ints, readback, runs_on, upload, upload_floats};
 use super::layout as at;
-use crate::base::device::init_cpu_dtype;
 use crate::base::error::Result;
 use crate::config::SimConfig;
-use crate::diff::host::Host;
+use crate::diff::host::{f64_options, Host};
 use crate::experiment::{Experiment, R_E_SQR};
 use crate::gradients::derivative::{self, DerivativeImage};
 use crate::gradients::{scene_to_params, At, ChunkWeights, ParamGradient, Vjp};
@@ -164,27 +163,29 @@ pub fn scene_variable_gradients<B: Backend>(
     device: &B::Device,
 ) -> Result<Vec<Vec<f64>>> {
     let g = |from: usize, n: usize| sums[from..from + n].to_vec();
+    // the sums in the scene's dtype
+    let like = (device, base.coef.dtype());
     let zeros = base.variables().into_iter().map(|t| t.zeros_like()).collect();
     let mut grad = base.clone().with_variables(zeros);
     let (coef, offset) = orientation_gradients(&sums[at::G_GLOBALS..], incidents);
     let c = offset.len() / 3;
-    grad.coef = tensor2(coef, [3, 3 * c], device);
-    grad.offset = tensor2(offset, [1, 3 * c], device);
+    grad.coef = tensor2(coef, [3, 3 * c], like);
+    grad.offset = tensor2(offset, [1, 3 * c], like);
     let basis = [g(at::G_FDET, 3), g(at::G_SDET, 3), g(at::G_ODET, 3)].concat();
-    grad.basis = tensor2(basis, [3, 3], device);
-    grad.pix0 = tensor2(g(at::G_PIX0, 3), [1, 3], device);
-    grad.odet_col = tensor2(g(at::G_ODET_COL, 3), [3, 1], device);
-    grad.close_distance = tensor2(g(at::G_CLOSE_DISTANCE, 1), [1, 1], device);
-    grad.fdet = tensor2(g(at::G_CURVED_FDET, 3), [1, 3], device);
-    grad.sdet = tensor2(g(at::G_CURVED_SDET, 3), [1, 3], device);
-    grad.distance = tensor2(g(at::G_DISTANCE, 1), [1, 1], device);
+    grad.basis = tensor2(basis, [3, 3], like);
+    grad.pix0 = tensor2(g(at::G_PIX0, 3), [1, 3], like);
+    grad.odet_col = tensor2(g(at::G_ODET_COL, 3), [3, 1], like);
+    grad.close_distance = tensor2(g(at::G_CLOSE_DISTANCE, 1), [1, 1], like);
+    grad.fdet = tensor2(g(at::G_CURVED_FDET, 3), [1, 3], like);
+    grad.sdet = tensor2(g(at::G_CURVED_SDET, 3), [1, 3], like);
+    grad.distance = tensor2(g(at::G_DISTANCE, 1), [1, 1], like);
     // scale = r_e²·fluence/steps
     let fluence = sums[at::G_SCALE] * R_E_SQR / exp.steps as f64;
-    grad.fluence = tensor2(vec![fluence], [1, 1], device);
-    let one = |slot: usize| tensor2(g(slot, 1), [1, 1], device);
+    grad.fluence = tensor2(vec![fluence], [1, 1], like);
+    let one = |slot: usize| tensor2(g(slot, 1), [1, 1], like);
     if let Some(l) = &mut grad.lattice {
-        l.n = tensor2(g(at::G_N_CELLS, 3), [1, 3], device);
-        l.recip = tensor2(g(at::G_RECIP, 9), [1, 9], device);
+        l.n = tensor2(g(at::G_N_CELLS, 3), [1, 3], like);
+        l.recip = tensor2(g(at::G_RECIP, 9), [1, 9], like);
     }
     if grad.kahn.is_some() {
         grad.kahn = Some(one(at::G_KAHN));
@@ -200,7 +201,7 @@ pub fn scene_variable_gradients<B: Backend>(
     }
     if let (Some(h), Some(grid)) = (grad.hkl.as_mut(), grid) {
         let n = grid.len();
-        h.values = Tensor::from_data(TensorData::new(grid, [n]), device);
+        h.values = Tensor::from_data(TensorData::new(grid, [n]), like);
     }
     grad.variables().into_iter().map(to_host).collect()
 }
@@ -256,11 +257,11 @@ pub fn image_vjp<B: PixelKernel>(
     Ok(vjp.map(|v| (v.image, v.gradients)))
 }
 
-/// Whether `exp` renders in one launch on `B` and the host's CPU device computes in f64 (the
-/// scene and its Jacobian are evaluated there; the process's CPU dtype is fixed once).
+/// Whether `B` renders jobs and `exp` renders in one launch on it. (The scene and its Jacobian
+/// are evaluated on the host in f64 whatever the CPU device's default dtype: [`f64_options`].)
 fn host_ready<B: PixelKernel>(exp: &Experiment) -> bool {
     let fits = !B::has_pixel_kernel() || runs_on::<B>(exp, 1);
-    B::renders_jobs() && fits && init_cpu_dtype::<Host>(&NdArrayDevice::Cpu, DType::F64).is_ok()
+    B::renders_jobs() && fits
 }
 
 /// A scene graph on the host as the adjoint kernels take it: its variables z (on the graph
@@ -329,8 +330,8 @@ impl KernelScene {
 /// in their flags' units) by the kernel on `device`: the scene's Jacobian columns for the
 /// names on the host in f64 ([`crate::gradients::derivative`]'s first step), then one launch of the
 /// derivative-image kernel ([`PixelKernel::pixel_derivatives`]). `None` where `B` has no
-/// kernel, a launch does not fit, the process renders on the CPU in f32 or the kernel does not
-/// cover the configuration ([`kernel_covers`]).
+/// kernel, a launch does not fit or the kernel does not cover the configuration
+/// ([`kernel_covers`]).
 pub fn derivative_images<B: PixelKernel>(
     cfg: &SimConfig,
     exp: &Experiment,
@@ -426,16 +427,16 @@ fn kernel_tangents(exp: &Experiment, jac: &[f64], n: usize, incidents: &[[f64; 3
 /// The image at `at`, the loss contributions and the weights `weigh` returns for its rendered
 /// pixels (one call, every rendered pixel), and Σ_p w_p·∂I_p/∂θ for every parameter, by the
 /// kernels on `device`: the render, then the vector–Jacobian kernel with those weights
-/// ([`PixelKernel::vjp`] on a cube backend). `None` where `B` has no kernel, a launch does not
-/// fit, the process renders on the CPU in f32 or the kernel does not cover the configuration
-/// ([`kernel_covers`]).
+/// ([`PixelKernel::vjp`] on a cube backend). The scene and its graph are evaluated on the host
+/// in f64 whatever the CPU device's default dtype. `None` where `B` has no kernel, a launch
+/// does not fit or the kernel does not cover the configuration ([`kernel_covers`]).
 pub fn weighted_vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, device: &B::Device) -> Result<Option<Vjp>> {
     let (cfg, exp) = (at.cfg, at.exp);
     if !host_ready::<B>(exp) {
         return Ok(None);
     }
     let cpu = NdArrayDevice::Cpu;
-    let params = Params::<Autodiff<Host>>::from_values(&at.all_values::<Host>(&cpu)?, &cpu)?;
+    let params = Params::<Autodiff<Host>>::from_values(&at.all_values::<Host>(f64_options())?, f64_options())?;
     let graph = params.scene(cfg, exp, &cpu);
     let Some(mut scene) = KernelScene::new(exp, &Scene::new(exp), &params, graph)? else {
         return Ok(None);

@@ -1,7 +1,7 @@
 //! Structure factor of the unit cell F_cell: nearest-neighbour lookup or tricubic
 //! interpolation in the HKL grid (physics reference §8).
 
-use burn::tensor::{backend::Backend, Bool, Int, Tensor, TensorData};
+use burn::tensor::{backend::Backend, Bool, Int, Tensor, TensorCreationOptions, TensorData};
 
 /// The HKL grid as a tensor: values `[G]` over the inclusive index ranges.
 #[derive(Debug, Clone)]
@@ -17,9 +17,9 @@ pub struct HklTensor<B: Backend> {
 }
 
 impl<B: Backend> HklTensor<B> {
-    /// Upload a host grid.
-    pub fn new(grid: &crate::io::hkl::HklGrid, default_f: f64, device: &B::Device) -> Self {
-        let values = Tensor::from_data(TensorData::new(grid.values.clone(), [grid.values.len()]), device);
+    /// Upload a host grid, on the device and in the dtype of `options`.
+    pub fn new(grid: &crate::io::hkl::HklGrid, default_f: f64, options: impl Into<TensorCreationOptions<B>>) -> Self {
+        let values = Tensor::from_data(TensorData::new(grid.values.clone(), [grid.values.len()]), options);
         let c = grid.counts();
         Self {
             values,

@@ -55,7 +55,7 @@ impl Scenes for OneImage {
         let Setup { cfg, exp, .. } = &*self.setup;
         let device = params.cell.val().device();
         // the constants from the one host scene (Params::scene would lay it out again)
-        let constants = SceneTensors::new(&self.host, exp, &device);
+        let constants = SceneTensors::new(&self.host, exp, (&device, params.dtype()));
         params.scene_with(cfg, exp, &constants, &device)
     }
 }

@@ -9,7 +9,7 @@ use crate::diff::{host, orientation};
 use crate::experiment::Experiment;
 use crate::physics::lattice::{LatticeShape, LatticeTensors};
 use crate::physics::structure_factor::HklTensor;
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use burn::tensor::{backend::Backend, Tensor, TensorCreationOptions, TensorData};
 
 /// Host arrays for the physics stages (row-major).
 #[derive(Debug, Clone)]
@@ -165,9 +165,14 @@ impl Scene {
     }
 }
 
-/// A 2-D tensor from host f64 data (cast to the device's float dtype).
-pub fn tensor2<B: Backend>(data: Vec<f64>, shape: [usize; 2], device: &B::Device) -> Tensor<B, 2> {
-    Tensor::from_data(TensorData::new(data, shape), device)
+/// A 2-D tensor from host f64 data, on the device and in the dtype of `options` (a device
+/// alone: the device's float dtype).
+pub fn tensor2<B: Backend>(
+    data: Vec<f64>,
+    shape: [usize; 2],
+    options: impl Into<TensorCreationOptions<B>>,
+) -> Tensor<B, 2> {
+    Tensor::from_data(TensorData::new(data, shape), options)
 }
 
 /// A tensor's values on the host, as f64.
@@ -212,11 +217,15 @@ pub fn to_host_shared<B: Backend, const D: usize>(t: Tensor<B, D>) -> crate::bas
     to_host(t.detach() * 1.0)
 }
 
-/// `[ROI positions]`: 1 where rendered, 0 where masked; `None` without a mask.
-pub fn rendered_positions<B: Backend>(exp: &Experiment, device: &B::Device) -> Option<Tensor<B, 1>> {
+/// `[ROI positions]`: 1 where rendered, 0 where masked; `None` without a mask (made as
+/// `options` says, as [`tensor2`]).
+pub fn rendered_positions<B: Backend>(
+    exp: &Experiment,
+    options: impl Into<TensorCreationOptions<B>>,
+) -> Option<Tensor<B, 1>> {
     exp.rendered_positions().map(|m| {
         let n = m.len();
-        Tensor::from_data(TensorData::new(m, [n]), device)
+        Tensor::from_data(TensorData::new(m, [n]), options)
     })
 }
 
@@ -257,37 +266,39 @@ pub struct SceneTensors<B: Backend> {
 }
 
 impl<B: Backend> SceneTensors<B> {
-    /// Upload a scene.
-    pub fn new(scene: &Scene, exp: &Experiment, device: &B::Device) -> Self {
+    /// Upload a scene, on the device and in the dtype of `options` (a device alone: the
+    /// device's float dtype).
+    pub fn new(scene: &Scene, exp: &Experiment, options: impl Into<TensorCreationOptions<B>>) -> Self {
+        let o: TensorCreationOptions<B> = options.into();
         let (s, c) = (scene.sources, scene.orientations);
         let d = &exp.detector;
         let sf = &exp.structure_factors;
         Self {
-            coef: tensor2(scene.coef.clone(), [3, 3 * c], device),
-            offset: tensor2(scene.offset.clone(), [1, 3 * c], device),
-            incident_t: tensor2(scene.incident_t.clone(), [3, s], device),
-            inv_lambda: tensor2(scene.inv_lambda.clone(), [1, s], device),
-            e_in_t: tensor2(scene.e_in_t.clone(), [3, s], device),
-            b_in_t: tensor2(scene.b_in_t.clone(), [3, s], device),
-            basis: tensor2(scene.basis.clone(), [3, 3], device),
-            pix0: tensor2(scene.pix0.clone(), [1, 3], device),
-            fdet: tensor2(d.fdet.to_vec(), [1, 3], device),
-            sdet: tensor2(d.sdet.to_vec(), [1, 3], device),
-            beam: tensor2(d.beam.to_vec(), [1, 3], device),
-            odet_col: tensor2(d.odet.to_vec(), [3, 1], device),
-            close_distance: tensor2(vec![d.close_distance], [1, 1], device),
-            distance: tensor2(vec![d.distance], [1, 1], device),
-            fluence: tensor2(scene.fluence.clone(), [1, scene.shots], device),
+            coef: tensor2(scene.coef.clone(), [3, 3 * c], o.clone()),
+            offset: tensor2(scene.offset.clone(), [1, 3 * c], o.clone()),
+            incident_t: tensor2(scene.incident_t.clone(), [3, s], o.clone()),
+            inv_lambda: tensor2(scene.inv_lambda.clone(), [1, s], o.clone()),
+            e_in_t: tensor2(scene.e_in_t.clone(), [3, s], o.clone()),
+            b_in_t: tensor2(scene.b_in_t.clone(), [3, s], o.clone()),
+            basis: tensor2(scene.basis.clone(), [3, 3], o.clone()),
+            pix0: tensor2(scene.pix0.clone(), [1, 3], o.clone()),
+            fdet: tensor2(d.fdet.to_vec(), [1, 3], o.clone()),
+            sdet: tensor2(d.sdet.to_vec(), [1, 3], o.clone()),
+            beam: tensor2(d.beam.to_vec(), [1, 3], o.clone()),
+            odet_col: tensor2(d.odet.to_vec(), [3, 1], o.clone()),
+            close_distance: tensor2(vec![d.close_distance], [1, 1], o.clone()),
+            distance: tensor2(vec![d.distance], [1, 1], o.clone()),
+            fluence: tensor2(scene.fluence.clone(), [1, scene.shots], o.clone()),
             hkl: sf
                 .grid
                 .as_ref()
                 .filter(|g| g.entries > 0)
-                .map(|g| HklTensor::new(g, sf.default_f, device)),
+                .map(|g| HklTensor::new(g, sf.default_f, o.clone())),
             lattice: None,
             kahn: None,
             default_f: None,
             i_bg: None,
-            rendered: rendered_positions(exp, device),
+            rendered: rendered_positions(exp, o),
         }
     }
 

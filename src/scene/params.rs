@@ -17,7 +17,7 @@ use crate::physics::structure_factor::HklTensor;
 use crate::scene::{tensor2, to_host_all, SceneTensors};
 use burn::module::{Module, Param};
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorCreationOptions, TensorData};
 
 /// The continuous parameters, a burn [`Module`]: each is a [`Param`] holding a `[n]` tensor,
 /// trainable (`require_grad`) as burn makes every parameter, so burn's optimizers,
@@ -91,46 +91,49 @@ pub const PARAMETERS: [(&str, usize); 18] = [
     ("panel_motions", 0),
 ];
 
-fn leaf<B: Backend>(v: Vec<f64>, device: &B::Device) -> Tensor<B, 1> {
+/// A `[n]` tensor of `v`, made as `options` says (a device alone: the device's float dtype).
+fn leaf<B: Backend>(v: Vec<f64>, options: impl Into<TensorCreationOptions<B>>) -> Tensor<B, 1> {
     let n = v.len();
-    Tensor::from_data(TensorData::new(v, [n]), device)
+    Tensor::from_data(TensorData::new(v, [n]), options)
 }
 
 /// A trainable parameter holding `v`.
-fn param<B: Backend>(v: Vec<f64>, device: &B::Device) -> Param<Tensor<B, 1>> {
-    Param::from_tensor(leaf(v, device))
+fn param<B: Backend>(v: Vec<f64>, options: impl Into<TensorCreationOptions<B>>) -> Param<Tensor<B, 1>> {
+    Param::from_tensor(leaf(v, options))
 }
 
 impl<B: Backend> Params<B> {
     /// The parameters of a configuration, at the values the host setup resolved, trainable.
-    /// (Call [`Module::no_grad`] for constants.)
-    pub fn new(cfg: &SimConfig, exp: &Experiment, device: &B::Device) -> Self {
+    /// (Call [`Module::no_grad`] for constants.) Made as `options` says: a device alone gives
+    /// the device's float dtype.
+    pub fn new(cfg: &SimConfig, exp: &Experiment, options: impl Into<TensorCreationOptions<B>>) -> Self {
+        let o: TensorCreationOptions<B> = options.into();
         let cell = exp.lattice.cell.unwrap_or([0.0; 6]).to_vec();
         let d = &cfg.detector;
         let det = &exp.detector;
         Self {
-            cell: param(cell, device),
-            misset: param(exp.lattice.misset.unwrap_or([0.0; 3]).to_vec(), device),
-            phi: param(vec![exp.phi0, exp.phi.step], device),
-            mosaic_spread: param(vec![exp.mosaic_spread], device),
-            distance: param(vec![d.distance], device),
-            close_distance: d.close_distance.map(|c| param(vec![c], device)),
-            beam_center: param(vec![det.xbeam, det.ybeam], device),
-            detector_rotation: param(vec![d.rotx, d.roty, d.rotz], device),
-            twotheta: param(vec![d.twotheta], device),
-            lambda0: param(vec![exp.lambda0], device),
-            fluence: param(vec![exp.fluence], device),
-            n_cells: param(exp.n_cells.to_vec(), device),
-            polarization: param(vec![exp.polarization], device),
-            water_size: param(vec![exp.water_size], device),
-            default_f: param(vec![exp.structure_factors.default_f], device),
-            dispersion: param(vec![exp.disp.range], device),
+            cell: param(cell, o.clone()),
+            misset: param(exp.lattice.misset.unwrap_or([0.0; 3]).to_vec(), o.clone()),
+            phi: param(vec![exp.phi0, exp.phi.step], o.clone()),
+            mosaic_spread: param(vec![exp.mosaic_spread], o.clone()),
+            distance: param(vec![d.distance], o.clone()),
+            close_distance: d.close_distance.map(|c| param(vec![c], o.clone())),
+            beam_center: param(vec![det.xbeam, det.ybeam], o.clone()),
+            detector_rotation: param(vec![d.rotx, d.roty, d.rotz], o.clone()),
+            twotheta: param(vec![d.twotheta], o.clone()),
+            lambda0: param(vec![exp.lambda0], o.clone()),
+            fluence: param(vec![exp.fluence], o.clone()),
+            n_cells: param(exp.n_cells.to_vec(), o.clone()),
+            polarization: param(vec![exp.polarization], o.clone()),
+            water_size: param(vec![exp.water_size], o.clone()),
+            default_f: param(vec![exp.structure_factors.default_f], o.clone()),
+            dispersion: param(vec![exp.disp.range], o.clone()),
             structure_factors: exp
                 .structure_factors
                 .grid
                 .as_ref()
                 .filter(|g| g.entries > 0)
-                .map(|g| param(g.values.clone(), device)),
+                .map(|g| param(g.values.clone(), o.clone())),
             panel_motions: None,
         }
     }
@@ -142,23 +145,28 @@ impl<B: Backend> Params<B> {
         cfg: &SimConfig,
         exp: &Experiment,
         values: &[(String, Vec<f64>)],
-        device: &B::Device,
+        options: impl Into<TensorCreationOptions<B>>,
     ) -> crate::base::error::Result<Self> {
-        values.iter().try_fold(Self::new(cfg, exp, device), |p, (name, v)| {
-            p.replace(name, leaf(v.clone(), device).require_grad())
+        let o: TensorCreationOptions<B> = options.into();
+        values.iter().try_fold(Self::new(cfg, exp, o.clone()), |p, (name, v)| {
+            p.replace(name, leaf(v.clone(), o.clone()).require_grad())
         })
     }
 
     /// Parameters holding host `values` (names and units of [`PARAMETERS`], as
     /// [`Params::values`] lists them), trainable, on `device`: the same parameters on another
     /// backend (the host's f64 evaluation of a GPU simulator's geometry, say). The optional
-    /// ones are present where `values` names them.
-    pub fn from_values(values: &[(&'static str, Vec<f64>)], device: &B::Device) -> crate::base::error::Result<Self> {
+    /// ones are present where `values` names them. Made as `options` says ([`Params::new`]).
+    pub fn from_values(
+        values: &[(&'static str, Vec<f64>)],
+        options: impl Into<TensorCreationOptions<B>>,
+    ) -> crate::base::error::Result<Self> {
+        let o: TensorCreationOptions<B> = options.into();
         let get = |name: &str| {
             values
                 .iter()
                 .find(|(n, _)| *n == name)
-                .map(|(_, v)| param(v.clone(), device))
+                .map(|(_, v)| param(v.clone(), o.clone()))
         };
         let need = |name: &str| {
             get(name).ok_or_else(|| crate::base::error::Error::Config(format!("no values for parameter '{name}'")))
@@ -293,9 +301,15 @@ impl<B: Backend> Params<B> {
         Ok(names.into_iter().zip(to_host_all(tensors)?).collect())
     }
 
-    /// The differentiable scene: everything the stages consume, as functions of the parameters.
+    /// The differentiable scene: everything the stages consume, as functions of the parameters
+    /// (in their dtype).
     pub fn scene(&self, cfg: &SimConfig, exp: &Experiment, device: &B::Device) -> SceneTensors<B> {
-        self.scene_with(cfg, exp, &SceneTensors::constants(exp, device), device)
+        self.scene_with(cfg, exp, &SceneTensors::constants(exp, (device, self.dtype())), device)
+    }
+
+    /// The parameters' float dtype (the cell's): the dtype every tensor of their scene is made in.
+    pub fn dtype(&self) -> DType {
+        self.cell.val().dtype()
     }
 
     /// [`Params::scene`] taking the constant part (sources, Kahn frames, HKL grid) from `host`,
@@ -308,6 +322,8 @@ impl<B: Backend> Params<B> {
         device: &B::Device,
     ) -> SceneTensors<B> {
         let hd = &exp.detector;
+        // host constants are made in the parameters' dtype
+        let like = (device, self.dtype());
         let det = detector_in_frame(
             &hd.frame,
             self.distance.val(),
@@ -327,18 +343,18 @@ impl<B: Backend> Params<B> {
         );
         let abc = Tensor::cat(vec![row(lat.a.clone()), row(lat.b.clone()), row(lat.c.clone())], 0); // [3 vectors, 3]
         let phis = self.phi.val().narrow(0, 0, 1)
-            + self.phi.val().narrow(0, 1, 1) * leaf((0..exp.phi.count).map(|k| k as f64).collect(), device);
+            + self.phi.val().narrow(0, 1, 1) * leaf((0..exp.phi.count).map(|k| k as f64).collect(), like);
         let domains = exp.mosaic_umats.len();
         let (axes, scales) = mosaic::mosaic_axes(exp.mosaic_spread > 0.0, domains, cfg.crystal.mosaic_seed);
-        let axes = tensor2(axes.concat(), [domains, 3], device);
-        let u = mosaic::mosaic_rotations(axes, leaf(scales, device), self.mosaic_spread.val()); // [M, 3, 3]
-        let rots = orientation::crystal_rotations(leaf(hd.spindle.to_vec(), device), phis, u);
+        let axes = tensor2(axes.concat(), [domains, 3], like);
+        let u = mosaic::mosaic_rotations(axes, leaf(scales, like), self.mosaic_spread.val()); // [M, 3, 3]
+        let rots = orientation::crystal_rotations(leaf(hd.spindle.to_vec(), like), phis, u);
 
         // sources: generated ones scale with λ0; a file's λ column is fixed
         let s = exp.sources.len();
         let inv_lambda = self.source_inv_lambda(cfg, exp, device); // [1, S]
         let incident: Vec<f64> = exp.sources.iter().flat_map(|src| src.incident).collect();
-        let incident = tensor2(incident, [s, 3], device);
+        let incident = tensor2(incident, [s, 3], like);
         let (coef, offset) = orientation::orientation_coefficients(rots, abc, inv_lambda.clone(), incident);
         let scalar = |t: &Tensor<B, 1>| t.clone().reshape([1, 1]);
         let default_f = scalar(&self.default_f.val());
@@ -375,6 +391,7 @@ impl<B: Backend> Params<B> {
     /// 1/λ of every source `[1, S]` (m⁻¹).
     fn source_inv_lambda(&self, cfg: &SimConfig, exp: &Experiment, device: &B::Device) -> Tensor<B, 2> {
         let s = exp.sources.len();
+        let like = (device, self.dtype());
         // λ_s = λ0·(1 + u_s·dispersion) with u_s fixed, or a constant λ from the file
         let (mut spread, mut unit, mut fixed) = (vec![0.0; s], vec![0.0; s], vec![0.0; s]);
         let width = exp.disp.range;
@@ -395,8 +412,8 @@ impl<B: Backend> Params<B> {
                 }
             }
         }
-        let k = tensor2(unit, [1, s], device) + tensor2(spread, [1, s], device) * self.dispersion.val().reshape([1, 1]);
-        let lambda = self.lambda0.val().reshape([1, 1]) * k + tensor2(fixed, [1, s], device);
+        let k = tensor2(unit, [1, s], like) + tensor2(spread, [1, s], like) * self.dispersion.val().reshape([1, 1]);
+        let lambda = self.lambda0.val().reshape([1, 1]) * k + tensor2(fixed, [1, s], like);
         lambda.recip()
     }
 }
@@ -430,9 +447,9 @@ impl<B: AutodiffBackend> Params<B> {
 
 impl<B: Backend> SceneTensors<B> {
     /// The host scene with its structure-factor grid; used for the parts of a differentiable
-    /// scene that are constants.
-    pub fn constants(exp: &Experiment, device: &B::Device) -> Self {
-        SceneTensors::new(&crate::scene::Scene::new(exp), exp, device)
+    /// scene that are constants, made as `options` says ([`SceneTensors::new`]).
+    pub fn constants(exp: &Experiment, options: impl Into<TensorCreationOptions<B>>) -> Self {
+        SceneTensors::new(&crate::scene::Scene::new(exp), exp, options)
     }
 
     /// The scene with the detector `det`: its basis, origin and distances.

@@ -17,6 +17,7 @@ mod gradcheck;
 mod gradients;
 mod kernel;
 mod kernel_vjp;
+mod native_f32;
 mod native_vjp;
 mod refine;
 mod stages;
