@@ -75,13 +75,11 @@ where
         // a loss's cotangent is read where it lies: a broadcast one (the backward step of a
         // sum expands one value) as that value, a laid-out one as its memory
         let primitive = weights.into_primitive().tensor();
+        if let Some(w) = broadcast_value(&primitive) {
+            return run(Cotangent::Uniform(w));
+        }
         if let NdArrayTensor::F64(storage) = &primitive {
-            let view = storage.view();
-            let broadcast = view.shape().iter().zip(view.strides()).all(|(&n, &s)| n <= 1 || s == 0);
-            if let Some(&w) = view.iter().next().filter(|_| broadcast) {
-                return run(Cotangent::Uniform(w));
-            }
-            if let Some(w) = view.as_slice() {
+            if let Some(w) = storage.view().as_slice() {
                 return run(Cotangent::PerPixel(w));
             }
         }
@@ -118,5 +116,22 @@ where
 
     fn render_params<S: Scenes>(scenes: &Arc<S>, params: &Params<Self>) -> Result<Option<Vec<Tensor<Self, 2>>>> {
         super::launch::render_params::<Self, S>(scenes, params)
+    }
+}
+
+/// The one value of a broadcast cotangent, f64 or f32, as f64: every axis of extent 1 or
+/// stride 0 (the backward step of a sum expands one value).
+fn broadcast_value(t: &NdArrayTensor) -> Option<f64> {
+    macro_rules! one_value {
+        ($storage:expr) => {{
+            let view = $storage.view();
+            let broadcast = view.shape().iter().zip(view.strides()).all(|(&n, &s)| n <= 1 || s == 0);
+            view.iter().next().filter(|_| broadcast).map(|&w| f64::from(w))
+        }};
+    }
+    match t {
+        NdArrayTensor::F64(storage) => one_value!(storage),
+        NdArrayTensor::F32(storage) => one_value!(storage),
+        _ => None,
     }
 }

@@ -105,27 +105,40 @@ fn backward_on_ndarray_f32_by_the_native_pass_equals_the_tensor_stages() {
     let device = NdArrayDevice::Cpu;
     let args: Vec<&str> = FLAGS.split_whitespace().collect();
     let sim = Simulator::<Ad>::from_args(&args, &device).unwrap();
-    let gradients = |options: RenderOptions| {
+    // Σ w·I with weights that vary in sign and size, so every pixel's cotangent differs (laid
+    // out in memory), and ΣI (one value broadcast over the image)
+    let gradients = |options: RenderOptions, weighted: bool| {
         let sim = sim.clone().with_options(options);
         let image = sim.forward();
         let [s, f] = image.dims();
-        // weights that vary in sign and size, so every pixel's cotangent differs
         let w: Vec<f32> = (0..s * f).map(|p| ((p * 37) % 11) as f32 / 5.0 - 1.0).collect();
-        let grads = (image * Tensor::<Ad, 2>::from_data(TensorData::new(w, [s, f]), &device))
-            .sum()
-            .backward();
-        sim.params.gradients(&grads).unwrap()
+        let loss = match weighted {
+            true => (image * Tensor::<Ad, 2>::from_data(TensorData::new(w, [s, f]), &device)).sum(),
+            false => image.sum(),
+        };
+        sim.params.gradients(&loss.backward()).unwrap()
     };
     let base = sim.setup().options.clone();
-    let native = gradients(base.clone());
-    let stages = gradients(RenderOptions {
-        adjoint_kernel: false,
-        ..base
-    });
+    for weighted in [true, false] {
+        let native = gradients(base.clone(), weighted);
+        let stages = gradients(
+            RenderOptions {
+                adjoint_kernel: false,
+                ..base.clone()
+            },
+            weighted,
+        );
+        assert_gradients_agree(&native, &stages);
+    }
+}
+
+/// Every parameter's gradient in `native` equals the one in `stages` to 1e-3 of its largest
+/// component, and at least 10 parameters have one.
+fn assert_gradients_agree(native: &[(&str, Vec<f64>)], stages: &[(&str, Vec<f64>)]) {
     assert_eq!(native.len(), stages.len());
     let nonzero = stages.iter().filter(|(_, g)| g.iter().any(|v| *v != 0.0)).count();
     assert!(nonzero >= 10, "{nonzero} parameters with a gradient");
-    for ((name, a), (other, b)) in native.iter().zip(&stages) {
+    for ((name, a), (other, b)) in native.iter().zip(stages) {
         assert_eq!(name, other);
         let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f64, f64::max);
