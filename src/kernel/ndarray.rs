@@ -78,10 +78,20 @@ where
         if let Some(w) = broadcast_value(&primitive) {
             return run(Cotangent::Uniform(w));
         }
-        if let NdArrayTensor::F64(storage) = &primitive {
-            if let Some(w) = storage.view().as_slice() {
-                return run(Cotangent::PerPixel(w));
+        match &primitive {
+            NdArrayTensor::F64(storage) => {
+                if let Some(w) = storage.view().as_slice() {
+                    return run(Cotangent::PerPixel(w));
+                }
             }
+            // widened in one pass (burn's element-by-element dtype conversion is far slower)
+            NdArrayTensor::F32(storage) => {
+                if let Some(w) = storage.view().as_slice() {
+                    let w: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
+                    return run(Cotangent::PerPixel(&w));
+                }
+            }
+            _ => {}
         }
         let weights = Tensor::<Self, 2>::from_primitive(TensorPrimitive::Float(primitive));
         run(Cotangent::PerPixel(&crate::scene::to_host(weights)?))
@@ -108,6 +118,9 @@ where
         device: &Self::Device,
     ) -> Result<Option<KernelImage<Self>>> {
         let (photons, switch) = super::native::job_photons::<E>(&job, opts)?;
+        // in the backend's precision here, in one pass (burn's element-by-element dtype
+        // conversion is far slower)
+        let photons: Vec<E> = photons.into_iter().map(E::of).collect();
         let d = &exp.detector;
         let image = Tensor::from_data(TensorData::new(photons, [d.spixels, d.fpixels]), device);
         let switch = switch.map_or(i32::MAX, |p| i32::try_from(p).unwrap_or(i32::MAX));
