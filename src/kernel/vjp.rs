@@ -342,9 +342,9 @@ pub fn derivative_images<B: PixelKernel>(
     if !host_ready::<B>(exp) {
         return Ok(None);
     }
-    let cpu = NdArrayDevice::Cpu;
     let specs = names.iter().map(|n| derivative::find(n)).collect::<Result<Vec<_>>>()?;
-    let params = Params::<Host>::new(cfg, exp, &cpu);
+    // explicit f64: a default-dtype tensor would fix the CPU device's dtype in a wgpu process
+    let params = Params::<Host>::new(cfg, exp, f64_options());
     if let Some(s) = specs.iter().find(|s| params.get(s.param).is_none()) {
         return Err(derivative::missing(s));
     }
