@@ -16,24 +16,22 @@ use burn::tensor::{DType, Tensor, TensorCreationOptions, TensorData};
 /// The backend the host evaluates geometry on.
 pub type Host = NdArray<f64>;
 
-/// Tensors on the host's CPU device in f64, whatever the device's default float dtype: for
-/// `Host` and `Autodiff<Host>` parameters ([`crate::scene::params::Params::from_values`]) whose
-/// scene the kernels or the native loop take.
+/// Tensors on the host's CPU device in f64, whatever the device's default float dtype: every
+/// tensor this module makes, and the `Host` and `Autodiff<Host>` parameters
+/// ([`crate::scene::params::Params::from_values`]) whose scene the kernels or the native loop
+/// take.
 pub fn f64_options<B: Backend<Device = NdArrayDevice>>() -> TensorCreationOptions<B> {
     TensorCreationOptions::new(NdArrayDevice::Cpu).with_dtype(DType::F64)
 }
 
 /// A `[n]` f64 tensor of `values` on the host.
 pub fn vector(values: &[f64]) -> Tensor<Host, 1> {
-    Tensor::from_data(
-        TensorData::new(values.to_vec(), [values.len()]),
-        (&NdArrayDevice::Cpu, DType::F64),
-    )
+    Tensor::from_data(TensorData::new(values.to_vec(), [values.len()]), f64_options())
 }
 
 /// A `[rows, cols]` f64 tensor of `values` (row-major) on the host.
 pub fn matrix(values: Vec<f64>, shape: [usize; 2]) -> Tensor<Host, 2> {
-    Tensor::from_data(TensorData::new(values, shape), (&NdArrayDevice::Cpu, DType::F64))
+    Tensor::from_data(TensorData::new(values, shape), f64_options())
 }
 
 /// The values of a host tensor, row-major.

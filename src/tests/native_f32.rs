@@ -9,6 +9,7 @@
 //! tensors op by op.
 
 use super::common;
+use super::native_vjp::{assert_close, STAGES as F64_STAGES, TOLERANCE};
 use common::adjoint_cases::{grid_configurations, weights, BASE, CONFIGURATIONS};
 use common::setup_as_given as setup;
 
@@ -35,10 +36,6 @@ const NAMES: [&str; 7] = [
 /// and the derivative images [`NAMES`] by the f64 tensor stages.
 type Reference = Vec<(String, Vec<(String, Vec<f64>)>, Vec<Vec<f32>>)>;
 
-const F64_STAGES: Engine = Engine::Cpu {
-    precision: Precision::F64,
-    fusion: false,
-};
 const F32_NATIVE: Engine = Engine::Cpu {
     precision: Precision::F32,
     fusion: true,
@@ -103,7 +100,7 @@ fn check_in_f32(reference: &str) {
         assert_eq!(got.len(), want_gradients.len(), "{flags}");
         for (g, (name, want)) in got.iter().zip(want_gradients) {
             assert_eq!(g.name, name.as_str());
-            assert_close(&format!("{flags}: ∂L/∂{name}"), &g.values, want);
+            assert_close(&format!("{flags}: ∂L/∂{name}"), &g.values, want, TOLERANCE);
         }
 
         let images = F32_NATIVE.derivatives(&cfg, &exp, &NAMES, &opts).unwrap();
@@ -133,13 +130,4 @@ fn check_in_f32(reference: &str) {
 fn assert_renders_in_f32() {
     let t = Tensor::<NdArray<f64>, 1>::from_data(TensorData::from([1.0f64]), &NdArrayDevice::Cpu);
     assert_eq!(t.dtype(), DType::F32, "this process's CPU device is not f32");
-}
-
-/// ‖got − want‖ ≤ 1e-8·‖want‖ (f64 rounding in another order, as `native_vjp`'s tolerance).
-fn assert_close(label: &str, got: &[f64], want: &[f64]) {
-    let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
-    let nd = norm(&mut got.iter().zip(want).map(|(a, b)| a - b));
-    let nw = norm(&mut want.iter().copied());
-    assert_eq!(got.len(), want.len(), "{label}");
-    assert!(nd <= 1e-8 * nw, "{label}: ‖Δ‖/‖ref‖ = {:.2e}", nd / nw);
 }

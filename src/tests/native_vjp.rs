@@ -23,7 +23,7 @@ const NATIVE: Engine = Engine::Cpu {
     precision: Precision::F64,
     fusion: true,
 };
-const STAGES: Engine = Engine::Cpu {
+pub(super) const STAGES: Engine = Engine::Cpu {
     precision: Precision::F64,
     fusion: false,
 };
@@ -31,10 +31,10 @@ const STAGES: Engine = Engine::Cpu {
 /// ‖Δ‖/‖ref‖ the native gradients may differ from the tensor stages' by: f64 rounding in
 /// another order of operations, amplified where a gradient is a sum of terms that cancel
 /// (most agree within 1e-10; λ's under the `-oversample_*` products within 3e-9).
-const TOLERANCE: f64 = 1e-8;
+pub(super) const TOLERANCE: f64 = 1e-8;
 
 /// ‖got − want‖ ≤ `tol`·‖want‖ (both 0 where the reference is).
-fn assert_close(label: &str, got: &[f64], want: &[f64], tol: f64) {
+pub(super) fn assert_close(label: &str, got: &[f64], want: &[f64], tol: f64) {
     let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
     let (nd, nw) = (
         norm(&mut got.iter().zip(want).map(|(a, b)| a - b)),
