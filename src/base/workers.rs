@@ -10,18 +10,12 @@
 use crate::base::error::{Error, Result};
 
 /// Run `threads` copies of `work` on a rayon pool of `threads` threads; their results in
-/// order of completion.
+/// order of completion. The pool is the calling thread's own, started at its first run of this
+/// size and kept for the next (starting threads costs about a tenth of a millisecond a pass).
 pub fn run<T: Send>(threads: usize, work: impl Fn() -> T + Sync) -> Result<Vec<T>> {
     tune_process();
     let threads = threads.max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("nanobragg-worker-{i}"))
-        .build()
-        .map_err(|e| Error::Engine {
-            engine: "cpu worker pool".into(),
-            message: e.to_string(),
-        })?;
+    let pool = pool_of(threads)?;
     let results = std::sync::Mutex::new(Vec::with_capacity(threads));
     pool.scope(|s| {
         for _ in 0..threads {
@@ -32,6 +26,61 @@ pub fn run<T: Send>(threads: usize, work: impl Fn() -> T + Sync) -> Result<Vec<T
         }
     });
     Ok(results.into_inner().expect("a worker's result is stored whole"))
+}
+
+thread_local! {
+    /// The calling thread's worker pool, with its size.
+    static WORKERS: std::cell::RefCell<Option<(usize, std::sync::Arc<rayon::ThreadPool>)>> =
+        const { std::cell::RefCell::new(None) };
+    /// The calling thread's host thread ([`on_host`]): `None` until first asked for, and where
+    /// it could not be started.
+    static HOST: std::cell::OnceCell<Option<rayon::ThreadPool>> = const { std::cell::OnceCell::new() };
+}
+
+/// The calling thread's pool of `threads` workers: the kept one when it has that size, else a
+/// new one, kept in its place. Each calling thread has its own, so threads that render at once
+/// do not queue behind each other's chunks.
+fn pool_of(threads: usize) -> Result<std::sync::Arc<rayon::ThreadPool>> {
+    let kept = WORKERS.with_borrow(|kept| kept.as_ref().filter(|(n, _)| *n == threads).map(|(_, p)| p.clone()));
+    if let Some(pool) = kept {
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("nanobragg-worker-{i}"))
+        .build()
+        .map_err(|e| Error::Engine {
+            engine: "cpu worker pool".into(),
+            message: e.to_string(),
+        })?;
+    let pool = std::sync::Arc::new(pool);
+    WORKERS.set(Some((threads, pool.clone())));
+    Ok(pool)
+}
+
+/// `work`'s result, computed where burn-ndarray's operations run in place: on a thread of a
+/// rayon pool. burn-ndarray wraps each operation in `rayon::scope`; called from a thread
+/// outside every pool, that hands the operation to rayon's global pool and waits for it, two
+/// context switches per operation. The host's small scene graphs (a few hundred operations on
+/// tensors of a few numbers) spent most of their time so. From outside a pool, `work` runs on
+/// the calling thread's own host thread (one, kept); inside a pool, in place.
+pub fn on_host<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    if rayon::current_thread_index().is_some() {
+        return work();
+    }
+    HOST.with(|host| {
+        let pool = host.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "nanobragg-host".into())
+                .build()
+                .ok()
+        });
+        match pool {
+            Some(pool) => pool.install(work),
+            None => work(),
+        }
+    })
 }
 
 /// Process-wide settings for the CPU engine, applied once (by [`crate::base::workers::run`]):

@@ -206,9 +206,13 @@ impl<S: Scenes> ImageVjp<S> {
     /// where the kernels do not cover the image ([`super::vjp::kernel_covers`]).
     fn kernel_gradients<B: PixelKernel>(&self, w: Tensor<B, 2>) -> Result<Option<Vec<ParamGradient>>> {
         let (setup, host) = self.scenes.images()[self.image];
-        let params = Params::<Autodiff<Host>>::from_values(&self.values, f64_options())?;
-        let graph = self.scenes.scene(&params, self.image);
-        match KernelScene::new(&setup.exp, host, &params, graph)? {
+        // the small scene graph where burn-ndarray's operations run in place
+        let (params, scene) = crate::base::workers::on_host(|| {
+            let params = Params::<Autodiff<Host>>::from_values(&self.values, f64_options())?;
+            let graph = self.scenes.scene(&params, self.image);
+            KernelScene::new(&setup.exp, host, &params, graph).map(|scene| (params, scene))
+        })?;
+        match scene {
             Some(mut scene) => {
                 // the forward pass's render found C's tricubic fall-back pixel
                 scene.job.switch_to_nearest_after(self.switch_pixel);

@@ -60,12 +60,20 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     if !B::renders_jobs() || !images.iter().all(|(setup, _)| setup.options.pixel_kernel) {
         return Ok(None);
     }
-    let params = Params::<Host>::from_values(values, crate::diff::host::f64_options())?;
+    // the scenes' small graphs where burn-ndarray's operations run in place
+    let jobs = crate::base::workers::on_host(|| {
+        let params = Params::<Host>::from_values(values, crate::diff::host::f64_options())?;
+        let scenes = scenes.scenes(&params);
+        images
+            .iter()
+            .zip(scenes)
+            .map(|((setup, host), st)| PixelJob::of_scene_tensors(&setup.exp, host, &st))
+            .collect::<Result<Vec<_>>>()
+    })?;
     images
         .iter()
-        .zip(scenes.scenes(&params))
-        .map(|((setup, host), st)| {
-            let job = PixelJob::of_scene_tensors(&setup.exp, host, &st)?;
+        .zip(jobs)
+        .map(|((setup, _), job)| {
             // the native loop on the host's worker pool, as the backward pass
             let opts = RenderOptions {
                 threads: crate::base::threads::default_count(),

@@ -321,8 +321,13 @@ impl KernelScene {
             return Ok(None);
         };
         let cpu = NdArrayDevice::Cpu;
-        let g = scene_variable_gradients(exp, &self.base, &out.sums, &row_incidents(&self.job), out.grid, &cpu)?;
-        scene_to_params(params, self.z, g, &cpu).map(Some)
+        let incidents = row_incidents(&self.job);
+        let (base, z) = (&self.base, self.z);
+        // (∂z/∂θ)ᵀ·g_z over the small scene graph where burn-ndarray's operations run in place
+        crate::base::workers::on_host(|| {
+            let g = scene_variable_gradients(exp, base, &out.sums, &incidents, out.grid, &cpu)?;
+            scene_to_params(params, z, g, &cpu).map(Some)
+        })
     }
 }
 
@@ -354,7 +359,8 @@ pub fn derivative_images<B: PixelKernel>(
         return Ok(None);
     }
     let n = specs.len();
-    let jac = derivative::scene_jacobian_by_differences(cfg, exp, &specs, n)?;
+    // the small scene graphs where burn-ndarray's operations run in place
+    let jac = crate::base::workers::on_host(|| derivative::scene_jacobian_by_differences(cfg, exp, &specs, n))?;
     let width = at::G_GLOBALS + job.orientations.len();
     let tangents = kernel_tangents(exp, &jac, n, &row_incidents(&job), width);
     // the render (which finds C's tricubic fall-back pixel for the job)
@@ -435,10 +441,14 @@ pub fn weighted_vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, devic
     if !host_ready::<B>(exp) {
         return Ok(None);
     }
-    let cpu = NdArrayDevice::Cpu;
-    let params = Params::<Autodiff<Host>>::from_values(&at.all_values::<Host>(f64_options())?, f64_options())?;
-    let graph = params.scene(cfg, exp, &cpu);
-    let Some(mut scene) = KernelScene::new(exp, &Scene::new(exp), &params, graph)? else {
+    // the small scene graph where burn-ndarray's operations run in place
+    let (params, scene) = crate::base::workers::on_host(|| {
+        let cpu = NdArrayDevice::Cpu;
+        let params = Params::<Autodiff<Host>>::from_values(&at.all_values::<Host>(f64_options())?, f64_options())?;
+        let graph = params.scene(cfg, exp, &cpu);
+        KernelScene::new(exp, &Scene::new(exp), &params, graph).map(|scene| (params, scene))
+    })?;
+    let Some(mut scene) = scene else {
         return Ok(None);
     };
     let Some(HostImage { image, photons }) = B::host_image(&mut scene.job, exp, at.opts, device)? else {
