@@ -71,8 +71,8 @@ pub fn default_count() -> usize {
 /// Applies `threads` to what the process shares, once, before any thread pool or GPU adapter
 /// starts (the binary calls it right after parsing its flags):
 ///
-/// - rayon's global pool, where burn-ndarray runs operations called from outside a worker
-///   pool (host setup, readbacks), gets `threads` threads;
+/// - rayon's global pool, where burn-ndarray runs operations called from outside every rayon
+///   pool (readbacks, a caller's own tensor operations), gets `threads` threads;
 /// - Mesa's llvmpipe, when the wgpu engine runs without a GPU, gets `LP_NUM_THREADS=threads`
 ///   unless the user set it.
 ///

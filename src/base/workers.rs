@@ -5,7 +5,8 @@
 //! for (two context switches per tensor operation); called from a thread of the pool, it runs
 //! in place and only idle threads steal from it. So the workers that take chunks run as tasks
 //! of a rayon pool of their own, sized to the requested thread count, which also keeps burn's
-//! internal parallelism within that count.
+//! internal parallelism within that count; the host's small scene graphs run on a pool of one
+//! ([`on_host`]).
 
 use crate::base::error::{Error, Result};
 
