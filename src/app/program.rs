@@ -108,7 +108,7 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
         print_pixels(&exp, &image, con)?;
     }
     print_traces(&cfg, &exp, con)?;
-    write_outputs(&cfg, &exp, &image, Statistics::of(&exp, &image), true, con)?;
+    write_outputs(&cfg, &exp, &image, None, true, con)?;
     write_derivatives(&cfg, &derivatives, con)
 }
 
@@ -195,7 +195,7 @@ fn run_panels(
     for (k, (((exp, image), name), stats)) in rendered.iter().zip(&names).zip(stats).enumerate() {
         writeln!(con, "panel {}:", layout.panels[k].name)?;
         let per_panel = panel_outputs(cfg, name, scale, seed.wrapping_add(k as i64));
-        write_outputs(&per_panel, exp, image, stats, false, con)?;
+        write_outputs(&per_panel, exp, image, Some(stats), false, con)?;
     }
     if let Some(nexus) = &out.nexusfile {
         write_panels_nexus(nexus, cfg, &rendered, scale, seed)?;
@@ -469,7 +469,8 @@ fn print_traces(cfg: &SimConfig, exp: &Experiment, con: &mut Out) -> Result<()> 
 }
 
 /// Every output of one image; `float` writes `-floatfile` (a multi-panel run writes it for all
-/// panels at once). The noise images, whose Poisson draws follow C's random stream one pixel
+/// panels at once). `stats`: the image's statistics, or `None` to reduce them while the float
+/// image is written. The noise images, whose Poisson draws follow C's random stream one pixel
 /// after another, are drawn and written on a thread of their own while this one writes the
 /// other files; the console reports them in C's order. The first error in that order is
 /// returned.
@@ -477,22 +478,22 @@ fn write_outputs(
     cfg: &SimConfig,
     exp: &Experiment,
     image: &Image,
-    stats: Statistics,
+    stats: Option<Statistics>,
     float: bool,
     con: &mut Out,
 ) -> Result<()> {
     let out = &cfg.output;
     let fields = smv_fields(exp);
     let seed = (out.noisefile.is_some() || out.cbf_noisefile.is_some()).then(|| out.seed.unwrap_or_else(time_seed));
-    std::thread::scope(|scope| {
+    let stats = std::thread::scope(|scope| {
         let fields = &fields;
         let noise = seed.map(|seed| scope.spawn(move || write_noise_files(out, exp, image, fields, seed)));
-        write_noiseless_outputs(cfg, exp, image, &stats, float, fields, con)?;
+        let stats = write_noiseless_outputs(cfg, exp, image, stats, float, fields, con)?;
         if let Some(noise) = noise {
             let drawn = noise.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
             report_noise_files(out, drawn, con)?;
         }
-        Ok::<_, Error>(())
+        Ok::<_, Error>(stats)
     })?;
     if let Some(nexus) = &out.nexusfile {
         // the noise image's counts when noise is on (no -nonoise), drawn again from its seed
@@ -513,16 +514,17 @@ fn write_outputs(
 }
 
 /// The outputs before the noise images in C's order: the float, integer, miniCBF, PGM, PNG
-/// and NumPy images, each reported on the console once written.
+/// and NumPy images, each reported on the console once written. `stats` as
+/// [`write_outputs`]'; returns them.
 fn write_noiseless_outputs(
     cfg: &SimConfig,
     exp: &Experiment,
     image: &Image,
-    stats: &Statistics,
+    stats: Option<Statistics>,
     float: bool,
     fields: &SmvFields,
     con: &mut Out,
-) -> Result<()> {
+) -> Result<Statistics> {
     let out = &cfg.output;
     let sr = image.omega_sum / exp.steps as f64;
     let g = fmt_g;
@@ -532,15 +534,7 @@ fn write_noiseless_outputs(
         g(sr),
         g(100.0 * sr / 4.0 / std::f64::consts::PI)
     )?;
-    if float {
-        write_float_image(&out.floatfile, &image.data)?;
-        writeln!(
-            con,
-            "writing {} as {} 4-byte floats",
-            out.floatfile.display(),
-            image.data.len()
-        )?;
-    }
+    let stats = write_float_image_beside(out, exp, image, stats, float, con)?;
     writeln!(
         con,
         "max_I = {}  at {} {}",
@@ -555,7 +549,7 @@ fn write_noiseless_outputs(
         g(stats.rms),
         g(stats.rmsd)
     )?;
-    let scale = int_scale(out.scale, stats);
+    let scale = int_scale(out.scale, &stats);
     writeln!(con, "intfile_scale = {}", g(scale))?;
     write_smv(&out.intfile, fields, int_pixels(exp, image, scale, out.adc))?;
     writeln!(con, "writing {} as 2-byte integers", out.intfile.display())?;
@@ -566,7 +560,7 @@ fn write_noiseless_outputs(
         writeln!(con, "writing {} as 4-byte integers (miniCBF)", cbf.display())?;
     }
     if let Some(pgm) = &out.pgmfile {
-        let s = pgm_scale(out.pgmscale, scale, stats);
+        let s = pgm_scale(out.pgmscale, scale, &stats);
         writeln!(con, "pgm_scale = {}", g(s))?;
         write_pgm(pgm, image.fpixels, image.spixels, s, pgm_pixels(exp, image, s))?;
         writeln!(con, "writing {} as 1-byte integers", pgm.display())?;
@@ -585,7 +579,35 @@ fn write_noiseless_outputs(
             image.fpixels
         )?;
     }
-    Ok(())
+    Ok(stats)
+}
+
+/// `-floatfile` (when `float`), written on a thread of its own while this one reduces the
+/// image's statistics (unless given), then reported; returns the statistics.
+fn write_float_image_beside(
+    out: &OutputConfig,
+    exp: &Experiment,
+    image: &Image,
+    stats: Option<Statistics>,
+    float: bool,
+    con: &mut Out,
+) -> Result<Statistics> {
+    let (written, stats) = std::thread::scope(|scope| {
+        let writer = float.then(|| scope.spawn(|| write_float_image(&out.floatfile, &image.data)));
+        let stats = stats.unwrap_or_else(|| Statistics::of(exp, image));
+        let written = writer.map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        (written, stats)
+    });
+    if let Some(written) = written {
+        written?;
+        writeln!(
+            con,
+            "writing {} as {} 4-byte floats",
+            out.floatfile.display(),
+            image.data.len()
+        )?;
+    }
+    Ok(stats)
 }
 
 /// `-noisefile` and `-cbf_noisefile`: the noise image, drawn from `seed` for each file as it is

@@ -21,7 +21,7 @@ use crate::config::{CrystalShape, HklSource, Roi, SimConfig};
 use crate::io::hkl::HklGrid;
 pub use crystal::CrystalLattice;
 pub use detector::DetectorGeometry;
-pub use pixels::{ActivePixels, RoiRect, Span, Spans};
+pub use pixels::{ActivePixels, Membership, RoiRect, Span, Spans};
 pub use sampling::Sweep;
 pub use sources::Source;
 

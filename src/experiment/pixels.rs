@@ -50,6 +50,17 @@ impl<'a> ActivePixels<'a> {
         self.rows.contains(&s) && self.cols.contains(&f) && self.mask.is_none_or(|m| m[idx] != 0)
     }
 
+    /// [`Self::contains`] for every pixel in file order, from pixel 0 on (endless: zip it with
+    /// the image), walked without a division per pixel.
+    pub fn membership(&self) -> Membership<'a> {
+        Membership {
+            pixels: self.clone(),
+            idx: 0,
+            slow: 0,
+            fast: 0,
+        }
+    }
+
     /// How many there are.
     pub fn count(&self) -> usize {
         match self.mask {
@@ -79,6 +90,35 @@ impl<'a> ActivePixels<'a> {
             rows: self.rows.clone(),
             cols: self.cols.clone(),
         }
+    }
+}
+
+/// Whether each pixel, in file order, is one of the [`ActivePixels`]
+/// ([`ActivePixels::membership`]).
+#[derive(Debug, Clone)]
+pub struct Membership<'a> {
+    pixels: ActivePixels<'a>,
+    /// The next pixel's index and its (slow, fast) position.
+    idx: usize,
+    slow: usize,
+    fast: usize,
+}
+
+impl Iterator for Membership<'_> {
+    type Item = bool;
+
+    fn next(&mut self) -> Option<bool> {
+        let p = &self.pixels;
+        let inside = p.rows.contains(&self.slow)
+            && p.cols.contains(&self.fast)
+            && p.mask.is_none_or(|m| m.get(self.idx).is_some_and(|&v| v != 0));
+        self.idx += 1;
+        self.fast += 1;
+        if self.fast >= p.fpixels {
+            self.fast = 0;
+            self.slow += 1;
+        }
+        Some(inside)
     }
 }
 
@@ -216,6 +256,8 @@ mod tests {
             prop_assert_eq!(active.iter().collect::<Vec<_>>(), want.clone());
             prop_assert_eq!(active.count(), want.len());
             prop_assert!((0..f * s).all(|i| active.contains(i) == want.contains(&i)));
+            let walked: Vec<bool> = active.membership().take(f * s).collect();
+            prop_assert_eq!(walked, (0..f * s).map(|i| want.contains(&i)).collect::<Vec<_>>());
             let spans = active.spans(per_chunk);
             prop_assert_eq!(spans.total(), listed(f, s, &roi, None).len());
             let joined: Vec<usize> = (0..spans.len())

@@ -51,7 +51,9 @@ impl Statistics {
         let os = exp.oversample;
         let sub = d.pixel_size / os as f64;
         let (mut sum, mut sumsq, mut n, mut max_i, mut max_at) = (0.0, 0.0, 0usize, 0.0f64, (0.0, 0.0));
-        for idx in exp.active_pixels().iter() {
+        // C's order, one pixel after another (the sums as C rounds them); `for_each` lets the
+        // walk run as plain loops over rows
+        exp.active_pixels().iter().for_each(|idx| {
             let v = image.data[idx] as f64;
             if v > max_i {
                 max_i = v;
@@ -62,15 +64,15 @@ impl Statistics {
             sum += v;
             sumsq += v * v;
             n += 1;
-        }
+        });
         let mean = sum / n.max(1) as f64;
         let rms = (sumsq / (n.max(2) - 1) as f64).sqrt();
         let (mut dev, mut m) = (0.0, 0usize);
-        for idx in roi(exp).iter() {
+        roi(exp).iter().for_each(|idx| {
             let t = image.data[idx] as f64 - mean;
             dev += t * t;
             m += 1;
-        }
+        });
         let rmsd = (dev / (m.max(2) - 1) as f64).sqrt();
         Self {
             max_i,

@@ -8,7 +8,7 @@
 //! and SMV images agree wherever the SMV is not clipped.
 
 use crate::config::OutputConfig;
-use crate::experiment::{ActivePixels, Experiment};
+use crate::experiment::{Experiment, Membership};
 use crate::io::cbf::CbfHeader;
 use crate::io::smv::SmvFields;
 use crate::render::detector::detector_counts;
@@ -38,7 +38,19 @@ pub fn int_scale_of_max(user: Option<f64>, max_i: f64) -> f64 {
 pub fn int_count(value: f32, scale: f64, adc: f64) -> i32 {
     // f64::max takes 0 for NaN
     let v = (value as f64 * scale + adc).max(0.0);
-    ((v + 0.5) as f32).floor() as i32
+    floor_to_i32((v + 0.5) as f32)
+}
+
+/// `x.floor() as i32`: saturating, NaN to 0, without the call to `floorf` that `floor` is on
+/// the baseline x86-64 target, so that a loop over an image stays vectorised.
+pub fn floor_to_i32(x: f32) -> i32 {
+    // truncated toward 0, saturating; exact in f32, since |t| < 2²⁴ or x is an integer
+    let t = x as i32;
+    if (t as f32) > x {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
 }
 
 /// A count as the 16-bit SMV images store it: clipped to [0, 65535] (C's overload ceiling).
@@ -49,12 +61,11 @@ pub fn clip_to_u16(count: i32) -> u16 {
 /// The noiseless integer image as signed 32-bit counts (`-cbffile`), pixel by pixel in file
 /// order: [`int_count`] for ROI pixels, 0 outside the ROI.
 pub fn int_counts<'a>(exp: &Experiment, image: &'a Image, scale: f64, adc: f64) -> impl Iterator<Item = i32> + 'a {
-    let roi = roi(exp);
     image
         .data
         .iter()
-        .enumerate()
-        .map(move |(i, &x)| if roi.contains(i) { int_count(x, scale, adc) } else { 0 })
+        .zip(roi(exp).membership())
+        .map(move |(&x, inside)| if inside { int_count(x, scale, adc) } else { 0 })
 }
 
 /// The noiseless 16-bit integer image (`-intfile`), pixel by pixel in file order: the
@@ -75,14 +86,15 @@ pub fn pgm_scale(user: Option<f64>, int_scale: f64, stats: &Statistics) -> f64 {
 
 /// PGM bytes, pixel by pixel in file order: min(255, value·scale) truncated; 0 outside the ROI.
 pub fn pgm_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64) -> impl Iterator<Item = u8> + 'a {
-    let roi = roi(exp);
-    image.data.iter().enumerate().map(move |(i, &x)| {
-        if roi.contains(i) {
-            (x as f64 * scale).min(255.0) as u8
-        } else {
-            0
-        }
-    })
+    image.data.iter().zip(roi(exp).membership()).map(
+        move |(&x, inside)| {
+            if inside {
+                (x as f64 * scale).min(255.0) as u8
+            } else {
+                0
+            }
+        },
+    )
 }
 
 /// The Poisson noise image with C's generator, pixel by pixel in file order (which is C's order
@@ -98,8 +110,7 @@ pub fn pgm_pixels<'a>(exp: &Experiment, image: &'a Image, scale: f64) -> impl It
 /// negative mean).
 pub struct NoisePixels<'a> {
     noise: PoissonNoise,
-    data: std::iter::Enumerate<std::slice::Iter<'a, f32>>,
-    roi: ActivePixels<'static>,
+    data: std::iter::Zip<std::slice::Iter<'a, f32>, Membership<'static>>,
     adc: f64,
     /// The counts of the detector model (`-psf`, `-readout`, …), drawn whole beforehand.
     modelled: Option<std::vec::IntoIter<u32>>,
@@ -113,8 +124,7 @@ impl<'a> NoisePixels<'a> {
     pub fn new(exp: &Experiment, image: &'a Image, seed: i64, adc: f64) -> Self {
         Self {
             noise: PoissonNoise::new(seed),
-            data: image.data.iter().enumerate(),
-            roi: roi(exp),
+            data: image.data.iter().zip(roi(exp).membership()),
             adc,
             modelled: None,
             photons: 0.0,
@@ -130,8 +140,8 @@ impl<'a> NoisePixels<'a> {
         if let Some(cfg) = &out.detector {
             let size = (image.fpixels, image.spixels);
             let counts = detector_counts(&image.data, size, exp.detector.pixel_size, cfg, out.adc, seed);
-            for (i, &adu) in counts.adu.iter().enumerate() {
-                pixels.overloads += usize::from(pixels.roi.contains(i) && adu > 65535);
+            for (&adu, inside) in counts.adu.iter().zip(roi(exp).membership()) {
+                pixels.overloads += usize::from(inside && adu > 65535);
             }
             pixels.photons = counts.photons;
             pixels.modelled = Some(counts.adu.into_iter());
@@ -144,12 +154,12 @@ impl Iterator for NoisePixels<'_> {
     type Item = i32;
 
     fn next(&mut self) -> Option<i32> {
-        let (i, &x) = self.data.next()?;
+        let (&x, inside) = self.data.next()?;
         if let Some(modelled) = self.modelled.as_mut() {
             let adu = modelled.next()?;
-            return Some(if self.roi.contains(i) { adu as i32 } else { 0 });
+            return Some(if inside { adu as i32 } else { 0 });
         }
-        if !self.roi.contains(i) {
+        if !inside {
             return Some(0);
         }
         let n = self.noise.poisson(x) as f64;
@@ -185,6 +195,11 @@ impl NonFinite {
     /// Scans an image (row-major, `fpixels` per row).
     pub fn scan(image: &Image) -> Self {
         let mut r = Self::default();
+        // the common case in one pass the compiler vectorises
+        let finite = |block: &[f32]| block.iter().fold(true, |ok, v| ok & v.is_finite());
+        if image.data.chunks(1 << 12).all(finite) {
+            return r;
+        }
         let at = |idx: usize| (idx / image.fpixels.max(1), idx % image.fpixels.max(1));
         for (idx, v) in image.data.iter().enumerate() {
             if v.is_nan() {
@@ -273,6 +288,48 @@ pub fn cbf_header(exp: &Experiment) -> CbfHeader {
 mod tests {
     use super::*;
     use crate::config::SimConfig;
+
+    proptest::proptest! {
+        #[test]
+        fn floor_to_i32_is_floor_then_a_saturating_cast(bits: u32) {
+            let x = f32::from_bits(bits);
+            proptest::prop_assert_eq!(floor_to_i32(x), x.floor() as i32, "{}", x);
+        }
+    }
+
+    #[test]
+    fn floor_to_i32_at_the_edges() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            1.5,
+            -1.5,
+            16777215.5,
+            16777216.0,
+            -16777217.0,
+            2147483520.0,
+            2147483648.0,
+            -2147483648.0,
+            -2147483904.0,
+            f32::MAX,
+            f32::MIN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            -1e-45,
+            65535.5,
+            65536.0,
+        ];
+        for x in edges {
+            assert_eq!(floor_to_i32(x), x.floor() as i32, "{x}");
+        }
+    }
 
     fn experiment(pixels: usize) -> Experiment {
         let mut cfg = SimConfig::default();

@@ -265,7 +265,7 @@ fn write_outputs(a: &NonBraggArgs, s: &Setup, image: &BackgroundImage, con: &mut
     };
     let ints = roi_only(&|v| {
         let test = (v as f64 * scale + a.adc).clamp(0.0, 65535.0);
-        ((test + 0.5) as f32).floor() as u16
+        crate::render::output::floor_to_i32((test + 0.5) as f32) as u16
     });
     writeln!(con, "writing {} as 2-byte integers", a.intfile.display())?;
     let header = pad_header(&s.header_text());
