@@ -38,6 +38,13 @@ thread_local! {
     static HOST: std::cell::OnceCell<Option<rayon::ThreadPool>> = const { std::cell::OnceCell::new() };
 }
 
+/// The size of the calling thread's kept worker pool ([`run`]'s last size); `None` before its
+/// first run.
+#[cfg(test)]
+pub(crate) fn kept_pool_size() -> Option<usize> {
+    WORKERS.with_borrow(|kept| kept.as_ref().map(|(n, _)| *n))
+}
+
 /// The calling thread's pool of `threads` workers: the kept one when it has that size, else a
 /// new one, kept in its place. Each calling thread has its own, so threads that render at once
 /// do not queue behind each other's chunks.

@@ -158,11 +158,12 @@ impl<B: PixelKernel, C: CheckpointStrategy, S: Scenes> Backward<B, SLOTS> for Pa
     }
 }
 
-/// How a backward pass on the host runs: the CPU engine's chunking and threads, within the
-/// simulator's memory budget.
+/// How a backward pass on the host runs: the CPU engine's chunking, on the simulator's worker
+/// count and within its memory budget.
 fn backward_options(setup: &crate::render::scenes::Setup) -> RenderOptions {
     RenderOptions {
         memory_budget: setup.options.memory_budget,
+        threads: setup.options.threads,
         ..RenderOptions::default()
     }
 }

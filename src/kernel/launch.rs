@@ -74,9 +74,8 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
         .iter()
         .zip(jobs)
         .map(|((setup, _), job)| {
-            // the native loop on the host's worker pool, as the backward pass
+            // the native loop on the simulator's worker count, as the backward pass
             let opts = RenderOptions {
-                threads: crate::base::threads::default_count(),
                 progress: None,
                 ..setup.options.clone()
             };

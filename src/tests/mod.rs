@@ -21,3 +21,4 @@ mod native_f32;
 mod native_vjp;
 mod refine;
 mod stages;
+mod threads;
