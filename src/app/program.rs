@@ -514,8 +514,8 @@ fn write_outputs(
 }
 
 /// The outputs before the noise images in C's order: the float, integer, miniCBF, PGM, PNG
-/// and NumPy images, each reported on the console once written. `stats` as
-/// [`write_outputs`]'; returns them.
+/// and NumPy images, each reported on the console once written. `stats` as in
+/// [`write_outputs`]; returns them.
 fn write_noiseless_outputs(
     cfg: &SimConfig,
     exp: &Experiment,
