@@ -53,11 +53,17 @@ impl<'a> ActivePixels<'a> {
     /// [`Self::contains`] for every pixel in file order, from pixel 0 on (endless: zip it with
     /// the image), walked without a division per pixel.
     pub fn membership(&self) -> Membership<'a> {
+        self.membership_from(0)
+    }
+
+    /// [`Self::membership`] from pixel `first` on (a row's first pixel: `slow·fpixels`).
+    pub fn membership_from(&self, first: usize) -> Membership<'a> {
+        let width = self.fpixels.max(1);
         Membership {
             pixels: self.clone(),
-            idx: 0,
-            slow: 0,
-            fast: 0,
+            idx: first,
+            slow: first / width,
+            fast: first % width,
         }
     }
 
@@ -258,6 +264,9 @@ mod tests {
             prop_assert!((0..f * s).all(|i| active.contains(i) == want.contains(&i)));
             let walked: Vec<bool> = active.membership().take(f * s).collect();
             prop_assert_eq!(walked, (0..f * s).map(|i| want.contains(&i)).collect::<Vec<_>>());
+            let first = per_chunk.min(f * s);
+            let from: Vec<bool> = active.membership_from(first).take(f * s - first).collect();
+            prop_assert_eq!(from, (first..f * s).map(|i| want.contains(&i)).collect::<Vec<_>>());
             let spans = active.spans(per_chunk);
             prop_assert_eq!(spans.total(), listed(f, s, &roi, None).len());
             let joined: Vec<usize> = (0..spans.len())

@@ -455,11 +455,7 @@ pub fn weighted_vjp<B: PixelKernel>(at: &At<'_>, weigh: &ChunkWeights<'_>, devic
         return Ok(None);
     };
     scene.fall_back_known = true;
-    let active = exp.active_pixels();
-    let (pixels, rendered): (Vec<u32>, Vec<f64>) = (0..image.data.len())
-        .filter(|&p| active.contains(p))
-        .map(|p| (p as u32, photons[p]))
-        .unzip();
+    let (pixels, rendered): (Vec<u32>, Vec<f64>) = exp.active_pixels().iter().map(|p| (p as u32, photons[p])).unzip();
     drop(photons);
     let (loss, w) = weigh(&pixels, &rendered);
     drop(rendered);

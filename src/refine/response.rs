@@ -138,10 +138,9 @@ impl DetectorResponse {
     pub fn from_config(cfg: &SimConfig, exp: &Experiment, observed: &[f32]) -> Result<Self> {
         use crate::render::amorphous::{render_background, BackgroundScene};
         let background = BackgroundScene::of_experiment(exp, &cfg.crystal.amorphous)?.map(|scene| {
-            let active = exp.active_pixels();
             let pixels = render_background(&scene).pixels;
-            let keep = |(i, &b): (usize, &f32)| if active.contains(i) { b as f64 } else { 0.0 };
-            pixels.iter().enumerate().map(keep).collect()
+            let keep = |(&b, inside): (&f32, bool)| if inside { b as f64 } else { 0.0 };
+            pixels.iter().zip(exp.active_pixels().membership()).map(keep).collect()
         });
         Ok(Self {
             psf: PsfResponse::from_config(cfg, exp, observed),

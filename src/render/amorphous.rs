@@ -310,8 +310,8 @@ pub fn add_amorphous_background(exp: &Experiment, scene: &BackgroundScene, image
     let w = scene.width.max(1);
     let rows = image.data.par_chunks_mut(w).zip(background.par_chunks(w));
     rows.enumerate().for_each(|(slow, (out, row))| {
-        for (fast, (v, b)) in out.iter_mut().zip(row).enumerate() {
-            if active.contains(slow * w + fast) {
+        for ((v, b), inside) in out.iter_mut().zip(row).zip(active.membership_from(slow * w)) {
+            if inside {
                 *v += b;
             }
         }
