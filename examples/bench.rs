@@ -15,10 +15,10 @@
 //! (`Engine::derivatives`, K = 4), `sim` a
 //! `Simulator<Autodiff<B>>` gradient step (forward pass, the backward pass of its sum, every
 //! gradient read back; the simulator is built in the first step and kept), by kernel where the backend has one, `sim-stages` the same with the
-//! tensor stages, `bg` the amorphous background `-stol fixtures/stol/water.stol` adds to the
-//! configuration's image in the `nanobragg` program, its table read and rendered on the host
-//! with `--threads` threads, whatever the engine: its warm time against mode `fwd`'s is the
-//! background's share of a render),
+//! tensor stages, `bg` the render with the amorphous background of
+//! `-stol fixtures/stol/water.stol` as the `nanobragg` program renders it
+//! (`Engine::render_with_background`, the table read included): its warm time less mode
+//! `fwd`'s, over `fwd`'s, is the background's share of a render),
 //! `--grad-sizes` (largest size with a backward mode; default 512), `--reps` (renders per case, the
 //! first is the cold one; default 3), `--threads` (worker threads, and OMP_NUM_THREADS of C;
 //! default: available cores), `--out` (directory of `bench.json` and `bench.md`).
@@ -41,7 +41,7 @@ use burn::tensor::ElementConversion;
 use nanobragg::config::{AmorphousConfig, StolUnits};
 use nanobragg::engine::{Engine, Precision};
 use nanobragg::experiment::args::{parse_args, Parsed};
-use nanobragg::render::amorphous::{render_background_fast, BackgroundScene};
+use nanobragg::render::amorphous::BackgroundScene;
 use nanobragg::{Experiment, PixelKernel, RenderOptions, SimConfig, Simulator};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -186,9 +186,10 @@ fn run<B: nanobragg::PixelKernel>(
                 continue;
             }
             "bg" => {
-                total = water_background(job)?.iter().map(|&v| v as f64).sum();
-                times.push(t.elapsed().as_secs_f64());
-                continue;
+                let background = water_background(job)?;
+                engine
+                    .render_with_background(&job.exp, &opts, &background)
+                    .map_err(|e| e.to_string())?
             }
             _ => nanobragg::render::<B>(&job.exp, &opts, device).map_err(|e| e.to_string())?,
         };
@@ -219,23 +220,18 @@ fn run<B: nanobragg::PixelKernel>(
     }))
 }
 
-/// Mode `bg`: the amorphous background (photons per pixel) that `nanobragg -stol
-/// fixtures/stol/water.stol` adds to the job's image: the table read, the scene set up and
-/// rendered on `job.threads` threads.
-fn water_background(job: &Job) -> Result<Vec<f32>, String> {
+/// Mode `bg`: the amorphous background of `fixtures/stol/water.stol` as `nanobragg -stol`
+/// adds it to the job's image (the table read and the scene set up here, the background
+/// rendered with the image by `Engine::render_with_background`).
+fn water_background(job: &Job) -> Result<BackgroundScene, String> {
     let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/stol/water.stol");
     let amorphous = AmorphousConfig {
         table: Some((table, StolUnits::Stol)),
         ..AmorphousConfig::default()
     };
-    let scene = BackgroundScene::of_experiment(&job.exp, &amorphous)
+    BackgroundScene::of_experiment(&job.exp, &amorphous)
         .map_err(|e| e.to_string())?
-        .ok_or("no background without a table")?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(job.threads)
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok(pool.install(|| render_background_fast(&scene)))
+        .ok_or_else(|| "no background without a table".to_string())
 }
 
 /// Environment variable naming cubecl's profile log (`CUBECL_DEBUG_LOG`) in a child that counts

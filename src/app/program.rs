@@ -22,7 +22,7 @@ use crate::io::{
     raw::{write_float_image, write_float_parts},
     smv::{write_smv, SmvFields},
 };
-use crate::render::amorphous::{add_amorphous_background, BackgroundScene};
+use crate::render::amorphous::BackgroundScene;
 use crate::render::nexus::{write_nexus_image, write_nexus_panels};
 use crate::render::output::{
     cbf_header, clip_to_u16, int_counts, int_pixels, int_scale, int_scale_of_max, pgm_pixels, pgm_scale, smv_fields,
@@ -86,15 +86,17 @@ fn run(args: &[String], con: &mut Out) -> Result<()> {
         writeln!(con, "engine: {} on {device}", engine.name())?;
     }
     let render = render_options(&cfg, &run_opts, threads);
-    let mut image = engine.render(&exp, &render)?;
-    if let Some(scene) = &amorphous {
-        writeln!(
-            con,
-            "adding the amorphous background of {} molecules",
-            fmt_g(scene.molecules)
-        )?;
-        add_amorphous_background(&exp, scene, &mut image);
-    }
+    let image = match &amorphous {
+        None => engine.render(&exp, &render)?,
+        Some(scene) => {
+            writeln!(
+                con,
+                "adding the amorphous background of {} molecules",
+                fmt_g(scene.molecules)
+            )?;
+            engine.render_with_background(&exp, &render, scene)?
+        }
+    };
     check_finite(&exp, &image, run_opts.allow_nonfinite, con)?;
     // the derivatives too are checked before anything is written
     let derivatives = derivatives(&cfg, &exp, &render, &run_opts, con)?;

@@ -40,12 +40,13 @@ use crate::experiment::Experiment;
 use crate::gradients::derivative::DerivativeImage;
 use crate::gradients::{fixed_weights, At, ParamGradient};
 use crate::kernel::PixelKernel;
+use crate::render::amorphous::BackgroundScene;
 use crate::render::{Image, RenderOptions};
 /// A tensor's values on the host, as f64 (an image from [`Simulator::forward`], say).
 pub use crate::scene::to_host;
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::tensor::DType;
-use render::{render, render_batch};
+use render::{render, render_batch, render_with_background};
 
 /// Environment variable that switches fusion off (`0`, `off`, `false`) or on (`1`, `on`,
 /// `true`) when `-fusion` is not given: off, every engine renders with the tensor stages.
@@ -299,6 +300,32 @@ impl Engine {
         self.run(Render {
             exp,
             opts: self.options(opts),
+        })
+    }
+
+    /// [`Engine::render`] with the amorphous background of `background` (`-stol`) added
+    /// ([`render_with_background`]).
+    pub fn render_with_background(
+        &self,
+        exp: &Experiment,
+        opts: &RenderOptions,
+        background: &BackgroundScene,
+    ) -> Result<Image> {
+        struct Render<'a> {
+            exp: &'a Experiment,
+            opts: RenderOptions,
+            background: &'a BackgroundScene,
+        }
+        impl BackendTask for Render<'_> {
+            type Output = Image;
+            fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Image> {
+                render_with_background::<B>(self.exp, &self.opts, self.background, device)
+            }
+        }
+        self.run(Render {
+            exp,
+            opts: self.options(opts),
+            background,
         })
     }
 

@@ -4,6 +4,7 @@
 use crate::base::error::Result;
 use crate::experiment::Experiment;
 use crate::kernel::PixelKernel;
+use crate::render::amorphous::BackgroundScene;
 use crate::render::{Image, RenderOptions};
 use crate::scene::Scene;
 
@@ -11,6 +12,18 @@ use crate::scene::Scene;
 /// has one and `opts.pixel_kernel` asks for it, else the tensor stages).
 pub fn render<B: PixelKernel>(exp: &Experiment, opts: &RenderOptions, device: &B::Device) -> Result<Image> {
     let mut images = B::render(exp, &Scene::new(exp), opts, device)?;
+    Ok(images.swap_remove(0))
+}
+
+/// [`render`] with the amorphous background of `background` (`-stol`) added, as the
+/// `nanobragg` program writes the image ([`PixelKernel::render_with_background`]).
+pub fn render_with_background<B: PixelKernel>(
+    exp: &Experiment,
+    opts: &RenderOptions,
+    background: &BackgroundScene,
+    device: &B::Device,
+) -> Result<Image> {
+    let mut images = B::render_with_background(exp, &Scene::new(exp), opts, background, device)?;
     Ok(images.swap_remove(0))
 }
 

@@ -24,6 +24,7 @@ use crate::base::error::Result;
 use crate::experiment::Experiment;
 use crate::gradients::derivative::DerivativeImage;
 use crate::gradients::{At, ChunkWeights, Vjp};
+use crate::render::amorphous::{with_background, BackgroundScene};
 use crate::render::image::Image;
 use crate::render::scenes::Scenes;
 use crate::render::RenderOptions;
@@ -131,6 +132,20 @@ pub trait PixelKernel: Backend {
     /// ([`Scene::batch`]) of `exp`, one per shot; progress reported through `opts`.
     fn render(exp: &Experiment, scene: &Scene, opts: &RenderOptions, device: &Self::Device) -> Result<Vec<Image>> {
         crate::render::render_by_stages::<Self>(exp, scene, opts, device)
+    }
+
+    /// [`PixelKernel::render`] with the amorphous background of `background` (`-stol`) added
+    /// to every image, as the `nanobragg` program writes it. The default renders the
+    /// background on its own and adds it ([`with_background`]); the CPU engine sums
+    /// it in its per-pixel loop, sharing each sample's geometry.
+    fn render_with_background(
+        exp: &Experiment,
+        scene: &Scene,
+        opts: &RenderOptions,
+        background: &BackgroundScene,
+        device: &Self::Device,
+    ) -> Result<Vec<Image>> {
+        with_background(exp, background, Self::render(exp, scene, opts, device))
     }
 
     /// The image at `at`, the loss and the weights ∂L/∂I that `weigh` returns for its rendered

@@ -10,6 +10,7 @@ use crate::base::error::Result;
 use crate::experiment::Experiment;
 use crate::gradients::derivative::DerivativeImage;
 use crate::gradients::{At, ChunkWeights, Vjp};
+use crate::render::amorphous::{with_background, BackgroundScene};
 use crate::render::image::Image;
 use crate::render::scenes::Scenes;
 use crate::render::RenderOptions;
@@ -33,6 +34,22 @@ where
             return super::native::render::<E>(exp, scene, opts);
         }
         crate::render::render_by_stages::<Self>(exp, scene, opts, device)
+    }
+
+    /// The native loop in `E` with the background summed in it, where `opts.pixel_kernel`
+    /// asks for the kernel; else the tensor stages' image with the background added.
+    fn render_with_background(
+        exp: &Experiment,
+        scene: &Scene,
+        opts: &RenderOptions,
+        background: &BackgroundScene,
+        device: &Self::Device,
+    ) -> Result<Vec<Image>> {
+        if opts.pixel_kernel {
+            return super::native::render_with_background::<E>(exp, scene, opts, background);
+        }
+        let images = crate::render::render_by_stages::<Self>(exp, scene, opts, device);
+        with_background(exp, background, images)
     }
 
     /// The native loop (in `E`) and its reverse pass (in f64) where `at.opts` asks for them,

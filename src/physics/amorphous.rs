@@ -75,7 +75,7 @@ impl StolCurve {
 
     /// C's walk to the interval of `s` from `hint` (left there): [`Self::interval`] on an
     /// increasing table.
-    #[inline]
+    #[inline(always)]
     pub fn walk(&self, s: f64, hint: &mut usize) -> usize {
         let last = self.len() - 3;
         let mut n = (*hint).clamp(1, last);
@@ -112,14 +112,27 @@ impl StolCurve {
 /// interval starting at point n, `w_i = F_i / Π_{j≠i}(x_i − x_j)` over its four points, so
 /// F(s) = Σ_i w_i·Π_{j≠i}(s − x_j) takes no division. The same cubic as C's `polint`, which
 /// divides term by term: values agree to a few units in the last place.
+///
+/// The interval of s is C's (the last point at or below s), found without a search: s picks
+/// one of [`Self::BUCKETS_PER_POINT`]·n equal buckets spanning the table, whose interval at its
+/// lower edge is stored, and the interval is that one or the next. No state carries from
+/// one sample to the next, so the samples of a lane group are independent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StolCubics {
     pub curve: StolCurve,
     /// Per interval n (points n − 1 ..= n + 2), the four weights; entry 0 unused.
     weights: Vec<[f64; 4]>,
+    /// sinθ/λ of the first bucket's lower edge (m⁻¹) and buckets per m⁻¹.
+    lo: f64,
+    per_stol: f64,
+    /// The interval at each bucket's lower edge.
+    start: Vec<u32>,
 }
 
 impl StolCubics {
+    /// Buckets of the interval index per point of the table.
+    pub const BUCKETS_PER_POINT: usize = 4;
+
     pub fn new(curve: &StolCurve) -> Self {
         let weights = (0..curve.len() - 2)
             .map(|n| match n {
@@ -133,21 +146,68 @@ impl StolCubics {
                 }
             })
             .collect();
+        // the table's own points, between the guards
+        let (lo, hi) = (curve.stol[2], curve.stol[curve.len() - 3]);
+        let buckets = Self::BUCKETS_PER_POINT * curve.len();
+        let per_stol = match hi > lo {
+            true => buckets as f64 / (hi - lo),
+            false => 0.0,
+        };
+        // the edges increase: one walk up the table, not a search per bucket
+        let mut n = 1;
+        let start = (0..buckets)
+            .map(|k| curve.walk(lo + k as f64 * (hi - lo) / buckets as f64, &mut n) as u32)
+            .collect();
         Self {
             curve: curve.clone(),
             weights,
+            lo,
+            per_stol,
+            start,
         }
     }
 
-    /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹), the interval walked from `hint` as
-    /// [`StolCurve::f_near`] walks it.
-    #[inline]
-    pub fn f_near(&self, s: f64, hint: &mut usize) -> f64 {
-        let (x, n) = (&self.curve.stol, self.curve.walk(s, hint));
+    /// C's interval for sinθ/λ = `s` (m⁻¹): [`StolCurve::interval`], walked from the bucket of
+    /// `s` (NaN falls to the first interval, as C's search leaves it).
+    #[inline(always)]
+    pub fn interval(&self, s: f64) -> usize {
+        // saturating: below the table (or NaN) bucket 0, above it the last
+        let bucket = (((s - self.lo) * self.per_stol) as usize).min(self.start.len() - 1);
+        let (x, last) = (&self.curve.stol, self.curve.len() - 3);
+        // most buckets hold one point at most: the interval is the lower edge's or the next,
+        // chosen without a branch; the walk settles the rest (never past the guards)
+        let start = self.start[bucket] as usize;
+        let mut n = start + usize::from(x[start + 1] <= s);
+        if n <= last && x[n] <= s && s < x[n + 1] {
+            return n;
+        }
+        self.curve.walk(s, &mut n)
+    }
+
+    /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹) in interval `n` ([`Self::interval`]).
+    #[inline(always)]
+    pub fn f_in(&self, s: f64, n: usize) -> f64 {
+        let x = &self.curve.stol;
         let d = [s - x[n - 1], s - x[n], s - x[n + 1], s - x[n + 2]];
         let w = &self.weights[n];
         let (d01, d23) = (d[0] * d[1], d[2] * d[3]);
         w[0] * d[1] * d23 + w[1] * d[0] * d23 + w[2] * d01 * d[3] + w[3] * d01 * d[2]
+    }
+
+    /// F (electrons) at each sinθ/λ of `s` (m⁻¹): the intervals first, then the cubics
+    /// across the lanes.
+    #[inline(always)]
+    pub fn f_lanes<const L: usize>(&self, s: &[f64; L]) -> [f64; L] {
+        // loops rather than `array::from_fn`, whose closures the compiler leaves out of line
+        let mut n = [0usize; L];
+        for l in 0..L {
+            n[l] = self.interval(s[l]);
+        }
+        let mut f = [0.0; L];
+        for l in 0..L {
+            f[l] = self.f_in(s[l], n[l]);
+        }
+        f
     }
 }
 
@@ -239,6 +299,32 @@ mod tests {
                 near.to_bits() == at.to_bits() || near.is_nan() && at.is_nan(),
                 "{v}: {near} vs {at}"
             );
+        }
+    }
+
+    /// The bucket index finds C's interval for any sinθ/λ: in and between the points, off
+    /// both ends, ±0, ±∞ and NaN, on uneven tables and on tables of one and two points.
+    #[test]
+    fn the_bucket_index_finds_cs_interval() {
+        let uneven: Vec<f64> = (0..300).map(|i| (i as f64 * 0.011).powf(2.2)).collect();
+        let tables = [
+            uneven,
+            vec![0.2],
+            vec![0.1, 0.4],
+            vec![0.0, 1e-9, 1e-8, 0.5, 0.50000001],
+        ];
+        for xs in tables {
+            let c = curve(&xs, &xs.iter().map(|x| (3.0 * x).cos()).collect::<Vec<_>>());
+            let cubics = StolCubics::new(&c);
+            let mut s = crate::diff::testing::uniform(5000, -0.5e10, 8.0e10, 3);
+            s.extend(xs.iter().flat_map(|x| {
+                let v = x * 1e10;
+                [v, v.next_up(), v.next_down()]
+            }));
+            s.extend([f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1e99, -1e99, 2e99]);
+            for &v in &s {
+                assert_eq!(cubics.interval(v), c.interval(v), "s = {v}, table of {}", xs.len());
+            }
         }
     }
 

@@ -11,6 +11,7 @@ use crate::base::vec3::{cross, dot, rotate_axis, scale, unitize, Vec3};
 use crate::config::AmorphousConfig;
 use crate::experiment::{Experiment, AVOGADRO, R_E_SQR};
 use crate::physics::amorphous::{StolCubics, StolCurve};
+use crate::render::Image;
 use rayon::prelude::*;
 
 /// nonBragg's sample width and height before the beam clips them (m).
@@ -188,13 +189,12 @@ pub fn render_background_fast(scene: &BackgroundScene) -> Vec<f32> {
     let w = scene.width;
     let mut pixels = vec![0.0f32; w * scene.height];
     pixels.par_chunks_mut(w.max(1)).enumerate().for_each(|(slow, row)| {
-        let mut hint = 1;
         for (group, out) in row.chunks_mut(LANES).enumerate() {
             let first = group * LANES;
             if !(first..first + out.len()).any(|fast| scene.in_roi(fast, slow)) {
                 continue;
             }
-            let values = pixel_group(scene, &cubics, &sources, first, slow, &mut hint);
+            let values = pixel_group(scene, &cubics, &sources, first, slow);
             for (lane, value) in out.iter_mut().enumerate() {
                 if scene.in_roi(first + lane, slow) {
                     *value = values[lane];
@@ -213,7 +213,6 @@ fn pixel_group(
     sources: &[FastSource],
     first: usize,
     slow: usize,
-    hint: &mut usize,
 ) -> [f32; LANES] {
     let os = scene.oversample;
     let sub = scene.pixel / os as f64;
@@ -224,7 +223,7 @@ fn pixel_group(
             let fdet: Lanes = std::array::from_fn(|l| sub * ((first + l) * os + sub_f) as f64 + sub / 2.0);
             let (d, omega) = directions(scene, &fdet, sdet);
             for src in sources {
-                let f = source_f(cubics, src, &d, hint);
+                let f = source_f(cubics, src, &d);
                 let polar = match scene.polarization {
                     Some((kahn, _)) => polarization_lanes(kahn, src, &d),
                     None => [1.0; LANES],
@@ -273,14 +272,14 @@ fn directions(scene: &BackgroundScene, fdet: &Lanes, sdet: f64) -> ([Lanes; 3], 
 }
 
 /// F (electrons) of source `src` at the diffracted directions `d`: sinθ/λ = |d − s₀|/2λ,
-/// interpolated in the table walked from `hint`.
-fn source_f(cubics: &StolCubics, src: &FastSource, d: &[Lanes; 3], hint: &mut usize) -> Lanes {
+/// interpolated in the table.
+fn source_f(cubics: &StolCubics, src: &FastSource, d: &[Lanes; 3]) -> Lanes {
     let mut stol = [0.0; LANES];
     for l in 0..LANES {
         let q: Vec3 = std::array::from_fn(|i| (d[i][l] - src.incident[i]) * src.inv_lambda);
         stol[l] = 0.5 * (q[0] * q[0] + q[1] * q[1] + q[2] * q[2]).sqrt();
     }
-    std::array::from_fn(|l| cubics.f_near(stol[l], hint))
+    cubics.f_lanes(&stol)
 }
 
 /// [`polarization_factor`] of each lane's direction, with the source's frame given: with
@@ -304,10 +303,14 @@ fn polarization_lanes(kahn: f64, src: &FastSource, d: &[Lanes; 3]) -> Lanes {
 /// `image` of `exp` with the amorphous background of `scene` added (photons per pixel, in f32
 /// as C's float images would be added; masked pixels and those outside the ROI stay as they
 /// are).
-pub fn add_amorphous_background(exp: &Experiment, scene: &BackgroundScene, image: &mut crate::render::Image) {
-    let background = render_background_fast(scene);
+pub fn add_amorphous_background(exp: &Experiment, scene: &BackgroundScene, image: &mut Image) {
+    add_background_image(exp, &render_background_fast(scene), image);
+}
+
+/// `background` (photons per pixel, the detector's shape) added to `image`'s active pixels.
+fn add_background_image(exp: &Experiment, background: &[f32], image: &mut Image) {
+    let w = image.fpixels.max(1);
     let active = exp.active_pixels();
-    let w = scene.width.max(1);
     let rows = image.data.par_chunks_mut(w).zip(background.par_chunks(w));
     rows.enumerate().for_each(|(slow, (out, row))| {
         for ((v, b), inside) in out.iter_mut().zip(row).zip(active.membership_from(slow * w)) {
@@ -318,6 +321,17 @@ pub fn add_amorphous_background(exp: &Experiment, scene: &BackgroundScene, image
     });
     // the statistics C prints are of the image written
     image.statistics = None;
+}
+
+/// `images` of `exp`, each with the amorphous background of `scene` added
+/// ([`add_amorphous_background`]; the background rendered once).
+pub fn with_background(exp: &Experiment, scene: &BackgroundScene, images: Result<Vec<Image>>) -> Result<Vec<Image>> {
+    let mut images = images?;
+    let background = render_background_fast(scene);
+    for image in &mut images {
+        add_background_image(exp, &background, image);
+    }
+    Ok(images)
 }
 
 /// C's `polarization_factor`: ½(1 + cos²2θ − K·cos 2ψ·sin²2θ) for unit `incident` and

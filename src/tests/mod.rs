@@ -10,6 +10,7 @@
 #[path = "../../tests/integration/common.rs"]
 pub(crate) mod common;
 
+mod background;
 mod concurrency;
 mod derivatives;
 mod diff_geometry;

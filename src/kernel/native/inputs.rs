@@ -85,6 +85,18 @@ pub struct Inputs<F> {
     pub grid: Option<Grid<F>>,
     /// Whether each ROI position is rendered (`None`: all).
     pub mask: Option<Vec<bool>>,
+    /// The amorphous background summed beside the Bragg term ([`super::render_with_background`]).
+    pub background: Option<Background>,
+}
+
+/// The amorphous background (`-stol`) as the loop folds it in: per sample and source of the
+/// first layer, sign(F)·F²·P·ω with F from the table at the sample's sinθ/λ, sharing the
+/// sample's direction, solid angle and polarization factor with the Bragg term.
+#[derive(Debug, Clone)]
+pub struct Background {
+    pub cubics: crate::physics::amorphous::StolCubics,
+    /// r_e²·fluence·molecules/samples: photons per electron²·sr of one sample.
+    pub photons_per_sample: f64,
 }
 
 impl<F: Real> Inputs<F> {
@@ -119,6 +131,7 @@ impl<F: Real> Inputs<F> {
                 .switches
                 .masked
                 .then(|| job.mask.iter().map(|&v| v != 0.0).collect()),
+            background: None,
         }
     }
 }

@@ -28,10 +28,12 @@ pub use real::Real;
 use crate::base::error::Result;
 use crate::experiment::Experiment;
 use crate::kernel::job::{HostImage, PixelJob};
+use crate::physics::amorphous::StolCubics;
+use crate::render::amorphous::{with_background, BackgroundScene};
 use crate::render::image::Image;
 use crate::render::RenderOptions;
 use crate::scene::Scene;
-use inputs::Inputs;
+use inputs::{Background, Inputs};
 use multiversion::multiversion;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -41,10 +43,48 @@ use std::sync::Mutex;
 /// reported through `opts` as rows finish.
 pub fn render<F: Real>(exp: &Experiment, scene: &Scene, opts: &RenderOptions) -> Result<Vec<Image>> {
     let job = PixelJob::new(exp, scene);
-    let inputs = Inputs::<F>::new(&job);
+    images(&Inputs::<F>::new(&job), opts)
+}
+
+/// [`render`] with the amorphous background of `background` added to every image (photons,
+/// each pixel's background rounded to f32 and added to its f32 value, as
+/// [`with_background`] adds it). Where the lanes render, the background is summed
+/// in their loop, sharing each sample's direction, solid angle and polarization factor;
+/// elsewhere (tricubic structure factors, `-dmin`, `-Fmap`) it is rendered on its own and added.
+pub fn render_with_background<F: Real>(
+    exp: &Experiment,
+    scene: &Scene,
+    opts: &RenderOptions,
+    background: &BackgroundScene,
+) -> Result<Vec<Image>> {
+    let job = PixelJob::new(exp, scene);
+    let mut inputs = Inputs::<F>::new(&job);
+    if !folds_background(&inputs, background) {
+        return with_background(exp, background, images(&inputs, opts));
+    }
+    inputs.background = Some(Background {
+        cubics: StolCubics::new(&background.curve),
+        photons_per_sample: background.r_e_sqr * background.fluence * background.molecules / background.steps() as f64,
+    });
+    images(&inputs, opts)
+}
+
+/// Whether the lanes sum `background` in their loop for `inputs` ([`render_with_background`]):
+/// they render it (no tricubic interpolation), they visit every sample (no `-dmin` culling),
+/// and the background's samples are theirs.
+pub fn folds_background<F>(inputs: &Inputs<F>, background: &BackgroundScene) -> bool {
+    pixel_lanes::covers(inputs)
+        && !inputs.sw.dmin
+        && !background.fmap
+        && background.sources.len() == inputs.sources.len()
+        && background.oversample == inputs.oversample
+}
+
+/// The images of `inputs`, one per shot.
+fn images<F: Real>(inputs: &Inputs<F>, opts: &RenderOptions) -> Result<Vec<Image>> {
     let pixels = inputs.fpixels * inputs.spixels;
     let mut data = vec![vec![0.0f32; pixels]; inputs.scales.len()];
-    let (omega_sum, switch) = render_roi(&inputs, opts, &mut data)?;
+    let (omega_sum, switch) = render_roi(inputs, opts, &mut data)?;
     Ok(data
         .into_iter()
         .map(|data| Image {
@@ -169,7 +209,10 @@ fn render_rows<F: Real, T: Real>(
 /// per shot; masked pixels are left as they are, 0).
 fn render_row<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, switch: Option<usize>, out: &mut [&mut [T]]) -> RowSums {
     if pixel_lanes::covers(inp) {
-        return render_row_lanes(inp, slow, out);
+        return match inp.background {
+            Some(_) => render_row_background_lanes(inp, slow, out),
+            None => render_row_lanes(inp, slow, out),
+        };
     }
     let (mut omega, mut left_grid_at) = (0.0, None);
     for (c, fast) in inp.cols.clone().enumerate() {
@@ -208,6 +251,40 @@ fn render_row_lanes<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, out: &mut [&
                 if shot == 0 {
                     omega += value.omega.to_f64();
                 }
+            }
+        }
+    }
+    RowSums {
+        omega,
+        left_grid_at: None,
+    }
+}
+
+/// [`render_row_lanes`] with the amorphous background of [`Inputs::background`] summed in
+/// the first shot's loop and added to every shot's pixels (each rounded to f32 and added to
+/// the f32 value, as [`with_background`] adds it). A function of its own, so that the loop
+/// without the background compiles as it would alone.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
+fn render_row_background_lanes<F: Real, T: Real>(inp: &Inputs<F>, slow: usize, out: &mut [&mut [T]]) -> RowSums {
+    let mut omega = 0.0;
+    for group in groups::pixel_groups(inp, slow, |_| 1.0) {
+        let (first, photons) =
+            pixel_lanes::pixel_photons_and_background_lanes(inp, inp.orientations_of(0), slow, group.fast);
+        let background = photons.map(|b| T::of(f64::from(b as f32)));
+        for (_, value) in group.positions().iter().zip(&first) {
+            omega += value.omega.to_f64();
+        }
+        for (shot, &scale) in inp.scales.iter().enumerate() {
+            let other;
+            let values = match shot {
+                0 => &first,
+                _ => {
+                    other = pixel_lanes::pixel_photons_lanes(inp, inp.orientations_of(shot), slow, group.fast);
+                    &other
+                }
+            };
+            for ((&c, value), &b) in group.positions().iter().zip(values).zip(&background) {
+                out[shot][c] = T::of(value.photons.to_f64() * scale) + b;
             }
         }
     }

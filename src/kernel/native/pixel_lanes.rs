@@ -10,7 +10,7 @@
 //! Tricubic structure factors stay one pixel at a time: C's switch to nearest neighbour at the
 //! first point off the grid depends on the pixels' order.
 
-use super::inputs::{Inputs, Params, Row, V3};
+use super::inputs::{Inputs, Params, Row, Source, V3};
 use super::lanes::each;
 use super::pixel::{
     capture_fraction, counted, curved_position, dot, kahn_factor, lattice_factor, miller_index, sample_position,
@@ -19,6 +19,7 @@ use super::pixel::{
 use super::real::{is_whole, Real};
 use crate::base::series::{CHEBYSHEV_MAX_N, SINCG_EPS};
 use crate::kernel::job::Switches;
+use crate::physics::amorphous::StolCubics;
 use std::array::from_fn;
 
 #[cfg(doc)]
@@ -42,6 +43,34 @@ pub fn pixel_photons_lanes<F: Real>(
     rows: &[Row<F>],
     slow: usize,
     fast: [usize; PIXEL_LANES],
+) -> [Pixel<F>; PIXEL_LANES] {
+    lanes_loop(inp, rows, slow, fast, None)
+}
+
+/// [`pixel_photons_lanes`] with the amorphous background of `inp` ([`Inputs::background`],
+/// which must be set) beside it: each lane's background (photons, f64).
+#[inline(always)]
+pub fn pixel_photons_and_background_lanes<F: Real>(
+    inp: &Inputs<F>,
+    rows: &[Row<F>],
+    slow: usize,
+    fast: [usize; PIXEL_LANES],
+) -> ([Pixel<F>; PIXEL_LANES], [f64; PIXEL_LANES]) {
+    let mut background = [0.0; PIXEL_LANES];
+    let pixels = lanes_loop(inp, rows, slow, fast, Some(&mut background));
+    let per_sample = inp.background.as_ref().map_or(0.0, |b| b.photons_per_sample);
+    (pixels, background.map(|sum| sum * per_sample))
+}
+
+/// The loop of [`pixel_photons_lanes`]; with `background`, each lane's Σ sign(F)·F²·P·ω of the
+/// amorphous background over the first layer's samples and sources added to it.
+#[inline(always)]
+fn lanes_loop<F: Real>(
+    inp: &Inputs<F>,
+    rows: &[Row<F>],
+    slow: usize,
+    fast: [usize; PIXEL_LANES],
+    mut background: Option<&mut [f64; PIXEL_LANES]>,
 ) -> [Pixel<F>; PIXEL_LANES] {
     let (sw, p) = (&inp.sw, &inp.p);
     let os = inp.oversample;
@@ -72,6 +101,9 @@ pub fn pixel_photons_lanes<F: Real>(
                         polar = each(|l| kahn_factor(source, sample.d[l], p.kahn));
                         acc.first_polarization(&polar, &kept);
                     }
+                    if let (Some(sums), Some(table), 0) = (background.as_deref_mut(), &inp.background, t) {
+                        add_background(sums, &table.cubics, source, &sample, &polar);
+                    }
                     let factor = acc.factor(sw, &polar, &sample.omega);
                     for row in &rows[si * per_source..(si + 1) * per_source] {
                         let hkl: [V3<F>; PIXEL_LANES] = each(|l| miller_index(row, sample.d[l]));
@@ -90,6 +122,24 @@ pub fn pixel_photons_lanes<F: Real>(
         }
     }
     acc.finish(sw, inp.layers * os * os)
+}
+
+/// Each lane's sign(F)·F²·P·ω into `sums`: F the amorphous structure factor (electrons) of
+/// `table` at the sample's sinθ/λ for `source`, P the polarization factor `polar`, ω the
+/// sample's solid angle (sr); in f64, C's `nonBragg` order.
+#[inline(always)]
+fn add_background<F: Real>(
+    sums: &mut [f64; PIXEL_LANES],
+    table: &StolCubics,
+    source: &Source<F>,
+    sample: &Samples<F>,
+    polar: &Lanes<F>,
+) {
+    let s: [f64; PIXEL_LANES] = each(|l| stol(sample.d[l], source).to_f64());
+    let f = table.f_lanes(&s);
+    for l in 0..PIXEL_LANES {
+        sums[l] += f[l].abs() * f[l] * polar[l].to_f64() * sample.omega[l].to_f64();
+    }
 }
 
 /// One sample of every lane: its unit diffracted direction and solid angle (sr).
