@@ -20,7 +20,10 @@ pub const ENVIRONMENT: [&str; 2] = ["OMP_NUM_THREADS", "RAYON_NUM_THREADS"];
 
 /// The cores this process may run on (at least 1).
 pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    // asked once: the standard library reads the cgroup's quota files on every call, and
+    // every default RenderOptions asks
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The count an environment variable's value asks for: `None` when it sets nothing (empty,

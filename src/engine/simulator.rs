@@ -125,10 +125,12 @@ impl<B: PixelKernel> Simulator<B> {
         })
     }
 
-    /// The same simulator rendering in chunks planned from `options` (memory budget, chunk
-    /// cap); threads and progress are not used by [`Simulator::forward`]. (The native loop on
-    /// burn-ndarray, its reverse pass and the backward pass of a kernel's image run on the
-    /// host's worker pool, `OMP_NUM_THREADS` else the cores, within `options.memory_budget`.)
+    /// The same simulator rendering with `options`: the tensor stages in chunks planned from
+    /// its memory budget and chunk cap, span by span on the caller's thread; the native loop on
+    /// burn-ndarray, its reverse pass and the backward pass of a kernel's image on
+    /// `options.threads` workers (by default the process's count: `OMP_NUM_THREADS`, else
+    /// `RAYON_NUM_THREADS`, else the cores), within `options.memory_budget`. Progress is not
+    /// reported.
     pub fn with_options(self, options: RenderOptions) -> Self {
         let Setup { cfg, exp, .. } = &*self.setup;
         Self {
@@ -181,12 +183,13 @@ impl<B: PixelKernel> Simulator<B> {
     }
 }
 
-/// How a forward pass chunks: one thread, chunks of [`FORWARD_CHUNK_ELEMENTS`], the kernel
-/// where the backend has one (see [`Simulator::forward_with`]).
+/// A simulator's options: chunks of [`FORWARD_CHUNK_ELEMENTS`], the kernel where the backend
+/// has one (see [`Simulator::forward_with`]), and the process's worker count
+/// ([`crate::base::threads::default_count`]) for the native loop, its reverse pass and the
+/// backward pass on the host.
 pub(crate) fn forward_options() -> RenderOptions {
     RenderOptions {
         max_chunk_elements: Some(FORWARD_CHUNK_ELEMENTS),
-        threads: 1,
         pixel_kernel: true,
         ..RenderOptions::default()
     }
@@ -214,7 +217,12 @@ pub(crate) fn render<B: PixelKernel, S: Scenes>(scenes: &Arc<S>, params: &Params
 fn render_stages<B: Backend>(setup: &Setup, host: &Scene, scene: &SceneTensors<B>) -> Tensor<B, 2> {
     let Setup { exp, options, .. } = setup;
     let device = scene.coef.device();
-    let (spans, block) = spans(exp, host, options, 8);
+    // planned for the one thread the spans run on, whatever the workers of the host's passes
+    let here = RenderOptions {
+        threads: 1,
+        ..options.clone()
+    };
+    let (spans, block) = spans(exp, host, &here, 8);
     // one span after another, each left on the device and on the caller's graph; C's
     // interpolation rule as everywhere (crate::render::drive)
     let mut parts: Vec<Option<Tensor<B, 1>>> = (0..spans.len()).map(|_| None).collect();

@@ -48,8 +48,7 @@ where
         if opts.pixel_kernel {
             return super::native::render_with_background::<E>(exp, scene, opts, background);
         }
-        let images = crate::render::render_by_stages::<Self>(exp, scene, opts, device);
-        with_background(exp, background, images)
+        with_background(exp, background, Self::render(exp, scene, opts, device))
     }
 
     /// The native loop (in `E`) and its reverse pass (in f64) where `at.opts` asks for them,

@@ -1,6 +1,6 @@
-//! A `Simulator` renders and takes its gradients on the worker count its options give, not
-//! the process default: a refinement running one simulator per thread sets each to few
-//! workers so that the threads together do not oversubscribe the cores.
+//! A `Simulator` renders and takes its gradients on the worker count its options give: by
+//! default the process's (every core), else the count a refinement running one simulator per
+//! thread sets each to, so that the threads together do not oversubscribe the cores.
 
 use super::common::f64_device as dev;
 
@@ -44,4 +44,20 @@ fn a_simulator_renders_and_differentiates_on_its_own_worker_count() {
         let _ = sim.params.gradients(&image.sum().backward()).unwrap();
     });
     assert_eq!(backward, Some(threads), "the forward and backward passes' workers");
+}
+
+#[test]
+fn a_simulator_takes_the_process_worker_count_by_default() {
+    let args: Vec<&str> = FLAGS.split_whitespace().collect();
+    let sim = Simulator::<Ad>::from_args(&args, &dev()).unwrap();
+    let expected = Some(crate::base::threads::default_count());
+    let forward = pool_after(|| {
+        let _ = sim.forward().into_data();
+    });
+    assert_eq!(forward, expected, "the forward render's workers");
+    let backward = pool_after(|| {
+        let image = sim.forward();
+        let _ = sim.params.gradients(&image.sum().backward()).unwrap();
+    });
+    assert_eq!(backward, expected, "the forward and backward passes' workers");
 }
