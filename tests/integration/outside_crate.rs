@@ -77,7 +77,11 @@ fn the_documented_manifest_builds_the_external_crate_outside_the_repository() {
         .env("CARGO_TARGET_DIR", root().join("target/outside-crate"))
         // the contract compares with the binary this repository's build made
         .env("NANOBRAGG_BIN", env!("CARGO_BIN_EXE_nanobragg"))
-        .env_remove("RUSTFLAGS");
+        .env_remove("RUSTFLAGS")
+        // a one-off build of the manifest, not a developer's: no debug information and no
+        // incremental caches (the manifest and the profile's other settings are the page's)
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_INCREMENTAL", "0");
     for proxy in [
         "CARGO_HTTP_PROXY",
         "HTTPS_PROXY",
