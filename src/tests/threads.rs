@@ -25,39 +25,46 @@ fn pool_after(step: impl FnOnce() + Send) -> Option<usize> {
     })
 }
 
+/// The worker pools a forward pass of `sim`, then a forward and backward pass, left on fresh
+/// threads: (forward, gradient step).
+fn pools_of(sim: &Simulator<Ad>) -> (Option<usize>, Option<usize>) {
+    let forward = pool_after(|| {
+        let _ = sim.forward().into_data();
+    });
+    let step = pool_after(|| {
+        let image = sim.forward();
+        let _ = sim.params.gradients(&image.sum().backward()).unwrap();
+    });
+    (forward, step)
+}
+
+fn simulator() -> Simulator<Ad> {
+    let args: Vec<&str> = FLAGS.split_whitespace().collect();
+    Simulator::<Ad>::from_args(&args, &dev()).unwrap()
+}
+
 #[test]
 fn a_simulator_renders_and_differentiates_on_its_own_worker_count() {
     // a count the process default cannot be
     let threads = crate::base::threads::default_count() + 1;
-    let args: Vec<&str> = FLAGS.split_whitespace().collect();
-    let sim = Simulator::<Ad>::from_args(&args, &dev()).unwrap();
+    let sim = simulator();
     let sim = sim.clone().with_options(RenderOptions {
         threads,
         ..sim.setup().options.clone()
     });
-    let forward = pool_after(|| {
-        let _ = sim.forward().into_data();
-    });
-    assert_eq!(forward, Some(threads), "the forward render's workers");
-    let backward = pool_after(|| {
-        let image = sim.forward();
-        let _ = sim.params.gradients(&image.sum().backward()).unwrap();
-    });
-    assert_eq!(backward, Some(threads), "the forward and backward passes' workers");
+    assert_eq!(
+        pools_of(&sim),
+        (Some(threads), Some(threads)),
+        "(forward, gradient step) workers"
+    );
 }
 
 #[test]
 fn a_simulator_takes_the_process_worker_count_by_default() {
-    let args: Vec<&str> = FLAGS.split_whitespace().collect();
-    let sim = Simulator::<Ad>::from_args(&args, &dev()).unwrap();
     let expected = Some(crate::base::threads::default_count());
-    let forward = pool_after(|| {
-        let _ = sim.forward().into_data();
-    });
-    assert_eq!(forward, expected, "the forward render's workers");
-    let backward = pool_after(|| {
-        let image = sim.forward();
-        let _ = sim.params.gradients(&image.sum().backward()).unwrap();
-    });
-    assert_eq!(backward, expected, "the forward and backward passes' workers");
+    assert_eq!(
+        pools_of(&simulator()),
+        (expected, expected),
+        "(forward, gradient step) workers"
+    );
 }
