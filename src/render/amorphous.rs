@@ -67,6 +67,13 @@ impl BackgroundScene {
         self.sources.len() * self.oversample * self.oversample
     }
 
+    /// Photons per electron² per steradian of the whole exposure: r_e²·fluence·molecules (in
+    /// that order). C multiplies them into each pixel's sum one by one instead; the pixel
+    /// that follows C's order (`pixel`, behind [`render_background`]) keeps doing so.
+    pub fn photons_per_electron_sqr(&self) -> f64 {
+        self.r_e_sqr * self.fluence * self.molecules
+    }
+
     /// Whether pixel (fast, slow) is rendered.
     pub fn in_roi(&self, fast: usize, slow: usize) -> bool {
         let (f, s) = (fast as i64, slow as i64);
@@ -236,7 +243,7 @@ fn pixel_group(
             }
         }
     }
-    let photons = scene.r_e_sqr * scene.fluence * scene.molecules;
+    let photons = scene.photons_per_electron_sqr();
     let steps = scene.steps() as f64;
     std::array::from_fn(|l| match scene.fmap {
         true => last_f[l] as f32,

@@ -8,7 +8,6 @@ mod common;
 
 mod architecture;
 mod batch;
-mod burn_reshape;
 mod cbf;
 mod cli;
 mod compare;

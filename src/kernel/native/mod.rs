@@ -64,7 +64,7 @@ pub fn render_with_background<F: Real>(
     }
     inputs.background = Some(Background {
         cubics: StolCubics::new(&background.curve),
-        photons_per_sample: background.r_e_sqr * background.fluence * background.molecules / background.steps() as f64,
+        photons_per_sample: background.photons_per_electron_sqr() / background.steps() as f64,
     });
     images(&inputs, opts)
 }

@@ -5,7 +5,7 @@
 //! Every expectation is computed on the host from the input's values and the view's meaning
 //! (transpose, narrow), not by another backend.
 
-use crate::common;
+use super::common;
 
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 use nanobragg::engine::{BackendTask, Engine};
@@ -83,7 +83,7 @@ fn reshaped_views_on_wgpu_unfused() {
 
 #[test]
 fn reshaped_views_on_cpu() {
-    if !crate::common::own_process(module_path!(), "reshaped_views_on_cpu") {
+    if !common::own_process(module_path!(), "reshaped_views_on_cpu") {
         return;
     }
     check(Engine::Cpu {
