@@ -226,7 +226,7 @@ pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
     let (sin_x, cos_x) = (sin_pi_small(delta), cos_pi_small(delta));
     let over_sin = 1.0 / sin_x;
     let (value, cos_nx) = if on_recurrence(n) {
-        let (below, at) = chebyshev_u(cos_x, n as usize);
+        let (below, at) = forward::chebyshev_u(cos_x, n as usize);
         (below, at - cos_x * below)
     } else {
         let (sin_nx, cos_nx) = (n * x).sin_cos();
@@ -244,19 +244,6 @@ pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
 #[inline]
 pub fn on_recurrence(n: f64) -> bool {
     (1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n)
-}
-
-/// (U_{k−1}(c), U_k(c)) by U_0 = 1, U_1 = 2c, U_{j+1} = 2c·U_j − U_{j−1} (k ≥ 1).
-#[inline]
-fn chebyshev_u(c: f64, k: usize) -> (f64, f64) {
-    let two_c = c + c;
-    let (mut previous, mut current) = (1.0, two_c);
-    for _ in 1..k {
-        let next = two_c * current - previous;
-        previous = current;
-        current = next;
-    }
-    (previous, current)
 }
 
 /// sinc3 as a function of u = x² (x = π·t) and ∂/∂u: its series below [`SINC3_SERIES_BELOW`] in

@@ -11,7 +11,7 @@
 use super::adjoint::{self, LatticePartials};
 use super::inputs::{Params, Row, V3};
 use super::pixel::miller_index;
-use super::real::Real;
+use super::real::{taylor_tail, Real};
 use crate::base::series::{COS_TAYLOR, SINCG_EPS, SIN_TAYLOR};
 use crate::kernel::job::Switches;
 use std::f64::consts::PI;
@@ -81,9 +81,10 @@ pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; 
     let delta: [f64; L] = each(|l| h[l] - Real::floor(h[l] + 0.5));
     let x: [f64; L] = each(|l| delta[l] * PI);
     let x2: [f64; L] = each(|l| x[l] * x[l]);
-    // sin_pi_small and cos_pi_small, step by step across the lanes
-    let sin_sum = horner(&SIN_TAYLOR[1..], x2);
-    let cos_sum = horner(&COS_TAYLOR[1..], x2);
+    // sin_pi_small and cos_pi_small, lane by lane (each lane's sum is short chains of
+    // independent products: the compiler packs the lanes into vectors)
+    let sin_sum: [f64; L] = each(|l| taylor_tail(&SIN_TAYLOR, x2[l]));
+    let cos_sum: [f64; L] = each(|l| taylor_tail(&COS_TAYLOR, x2[l]));
     let sin_x: [f64; L] = each(|l| x[l] + x[l] * x2[l] * sin_sum[l]);
     let cos_x: [f64; L] = each(|l| cos_sum[l] * x2[l] + COS_TAYLOR[0]);
     let over_sin: [f64; L] = each(|l| 1.0 / sin_x[l]);
@@ -104,31 +105,18 @@ pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; 
     )
 }
 
-/// Σ_j c_j·y^j per lane, by Horner's rule from the highest power down (as the scalar one).
+/// (U_{k−1}(c), U_k(c)) per lane (k ≥ 1): [`super::pixel::chebyshev_u`]'s operations in its
+/// order, each step across the lanes.
 #[inline(always)]
-fn horner<const L: usize>(c: &[f64], y: [f64; L]) -> [f64; L] {
-    let mut acc = [0.0; L];
-    for &c in c.iter().rev() {
-        for l in 0..L {
-            acc[l] = acc[l] * y[l] + c;
-        }
-    }
-    acc
-}
-
-/// (U_{k−1}(c), U_k(c)) per lane (k ≥ 1), as the scalar recurrence.
-#[inline(always)]
-fn chebyshev_u<const L: usize>(c: [f64; L], k: usize) -> ([f64; L], [f64; L]) {
-    let two_c: [f64; L] = each(|l| c[l] + c[l]);
-    let (mut previous, mut current) = ([1.0; L], two_c);
+pub fn chebyshev_u<F: Real, const L: usize>(c: [F; L], k: usize) -> ([F; L], [F; L]) {
+    let two_c: [F; L] = each(|l| c[l] + c[l]);
+    let (mut below, mut at) = ([F::ONE; L], two_c);
     for _ in 1..k {
         for l in 0..L {
-            let next = two_c[l] * current[l] - previous[l];
-            previous[l] = current[l];
-            current[l] = next;
+            (below[l], at[l]) = (at[l], two_c[l] * at[l] - below[l]);
         }
     }
-    (previous, current)
+    (below, at)
 }
 
 #[cfg(test)]

@@ -137,25 +137,24 @@ pub fn sincg<F: Real>(h: F, n: F) -> F {
     }
     let whole = n.to_f64();
     if whole <= CHEBYSHEV_MAX_N && is_whole(whole) {
-        return chebyshev_u(delta.cos_pi_small(), whole as usize - 1);
+        return match whole as usize {
+            1 => F::ONE,
+            n => chebyshev_u(delta.cos_pi_small(), n - 1).1,
+        };
     }
     (n * delta).sin_pi() / delta.sin_pi()
 }
 
-/// U_k(c) by U_0 = 1, U_1 = 2c, U_{j+1} = 2c·U_j − U_{j−1}.
-#[inline]
-fn chebyshev_u<F: Real>(c: F, k: usize) -> F {
+/// (U_{k−1}(c), U_k(c)), k ≥ 1, Chebyshev's polynomials of the second kind, by U_0 = 1,
+/// U_1 = 2c, U_{j+1} = 2c·U_j − U_{j−1}.
+#[inline(always)]
+pub fn chebyshev_u<F: Real>(c: F, k: usize) -> (F, F) {
     let two_c = c + c;
-    let (mut previous, mut current) = (F::ONE, two_c);
-    if k == 0 {
-        return F::ONE;
-    }
+    let (mut below, mut at) = (F::ONE, two_c);
     for _ in 1..k {
-        let next = two_c * current - previous;
-        previous = current;
-        current = next;
+        (below, at) = (at, two_c * at - below);
     }
-    current
+    (below, at)
 }
 
 /// 3(sin x − x·cos x)/x³ with x = π·|t|, the transform of a sphere; its Taylor series to x¹⁰
@@ -557,6 +556,28 @@ mod tests {
             assert!((sincg(h, n).abs() - c.abs()).abs() <= 1e-9 * n, "{h} {n}");
         }
         assert_eq!(sincg(3.0, 5.0), 5.0);
+    }
+
+    /// Chebyshev's (U_{k−1}, U_k) at c = cos x are sin(k·x)/sin x and sin((k+1)·x)/sin x, by
+    /// libm's sines, for every k the lattice sums take and x across [0, π/2]; the lanes take
+    /// the scalar's operations, bit for bit.
+    #[test]
+    fn chebyshev_pairs_are_quotients_of_sines() {
+        for k in 1..=33usize {
+            for i in 1..=200 {
+                let x = f64::from(i) / 200.0 * PI / 2.0;
+                let (below, at) = chebyshev_u(x.cos(), k);
+                let quotient = |m: usize| (m as f64 * x).sin() / x.sin();
+                let tolerance = 1e-14 * (k * k) as f64;
+                assert!((below - quotient(k)).abs() <= tolerance, "U_{} at x = {x}", k - 1);
+                assert!((at - quotient(k + 1)).abs() <= tolerance, "U_{k} at x = {x}");
+            }
+            let c = [0.0, 0.1, 0.5, 0.9, 1.0, 0.999_999];
+            let (below, at) = crate::kernel::native::lanes::chebyshev_u(c, k);
+            for (l, &c) in c.iter().enumerate() {
+                assert_eq!((below[l], at[l]), chebyshev_u(c, k), "lane {l}, k = {k}");
+            }
+        }
     }
 
     /// The series and the closed form of sinc3 meet at the switch, and sinc3(0) = 1.

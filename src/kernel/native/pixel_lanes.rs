@@ -11,7 +11,7 @@
 //! first point off the grid depends on the pixels' order.
 
 use super::inputs::{Inputs, Params, Row, Source, V3};
-use super::lanes::each;
+use super::lanes::{chebyshev_u, each};
 use super::pixel::{
     capture_fraction, counted, curved_position, dot, kahn_factor, lattice_factor, miller_index, sample_position,
     scaled, solid_angle, stol, structure_factor, term_factor, Pixel, PixelSums,
@@ -266,29 +266,14 @@ fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
         return each(|l| super::pixel::sincg(h[l], n));
     }
     let delta: Lanes<F> = each(|l| h[l] - (h[l] + F::of(0.5)).floor());
-    let u = chebyshev_u(each(|l| delta[l].cos_pi_small()), whole as usize - 1);
+    let u: Lanes<F> = match whole as usize {
+        1 => [F::ONE; PIXEL_LANES],
+        n => chebyshev_u(each(|l| delta[l].cos_pi_small()), n - 1).1,
+    };
     each(|l| match delta[l].abs() < F::of(SINCG_EPS) {
         true => n,
         false => u[l],
     })
-}
-
-/// U_k(c) per lane, by the scalar recurrence.
-#[inline(always)]
-fn chebyshev_u<F: Real>(c: Lanes<F>, k: usize) -> Lanes<F> {
-    if k == 0 {
-        return [F::ONE; PIXEL_LANES];
-    }
-    let two_c = each(|l| c[l] + c[l]);
-    let (mut previous, mut current) = ([F::ONE; PIXEL_LANES], two_c);
-    for _ in 1..k {
-        for l in 0..PIXEL_LANES {
-            let next = two_c[l] * current[l] - previous[l];
-            previous[l] = current[l];
-            current[l] = next;
-        }
-    }
-    current
 }
 
 #[cfg(test)]

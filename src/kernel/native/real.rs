@@ -54,13 +54,28 @@ pub fn cos_pi_small(t: f64) -> f64 {
     let x = t * PI;
     let x2 = x * x;
     // (−1)^j/(2j)! for j = 1..=11
-    horner(&COS_TAYLOR[1..], x2) * x2 + COS_TAYLOR[0]
+    taylor_tail(&COS_TAYLOR, x2) * x2 + COS_TAYLOR[0]
 }
 
-/// Σ_j c_j·y^j by Horner's rule (`c` from the lowest power up, taken from the highest down).
+/// Σ_{j=1}^{11} c_j·y^(j−1) for a Taylor table `c` ([`SIN_TAYLOR`], [`COS_TAYLOR`]) at y = x².
+///
+/// The small terms, from c₄ up, by Estrin's scheme (independent products in pairs, then
+/// combined by y² and y⁴); c₃, c₂ and c₁, which decide the sum's rounding, by Horner's rule.
+/// Its chain of dependent operations is about half Horner's rule all the way (the loops wait
+/// on it), and it is as accurate: within 2·ε of libm's cosine and 4 ulp of its sine on
+/// [−π/2, π/2] (tested below), as Horner's rule was.
 #[inline(always)]
-fn horner(c: &[f64], y: f64) -> f64 {
-    c.iter().rev().fold(0.0, |acc, &c| acc * y + c)
+pub fn taylor_tail(c: &[f64; 12], y: f64) -> f64 {
+    let y2 = y * y;
+    let y4 = y2 * y2;
+    let p4 = c[4] + c[5] * y;
+    let p6 = c[6] + c[7] * y;
+    let p8 = c[8] + c[9] * y;
+    let p10 = c[10] + c[11] * y;
+    let q4 = p4 + p6 * y2;
+    let q8 = p8 + p10 * y2;
+    let high = q4 + q8 * y4;
+    ((high * y + c[3]) * y + c[2]) * y + c[1]
 }
 
 /// sin(π·t) for |t| ≤ ½ (x = π·t ∈ [−π/2, π/2]): its Taylor polynomial to x²³ (truncation
@@ -70,7 +85,7 @@ pub fn sin_pi_small(t: f64) -> f64 {
     let x = t * PI;
     let x2 = x * x;
     // (−1)^j/(2j+1)! for j = 1..=11
-    x + x * x2 * horner(&SIN_TAYLOR[1..], x2)
+    x + x * x2 * taylor_tail(&SIN_TAYLOR, x2)
 }
 
 /// Whether `x` is a whole number (through an integer conversion, no libm call).
