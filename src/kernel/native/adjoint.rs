@@ -7,9 +7,9 @@
 
 use super::inputs::{Grid, Params, Source, V3};
 use super::pixel::{self as forward, cross, dot, fractional, grid_offset, lagrange_weights, scaled, sum3};
-use super::real::{cos_pi_small, is_whole, sin_pi_small, Real};
+use super::real::{cos_pi_small, sin_pi_small, Real};
 use crate::base::series::{
-    CHEBYSHEV_MAX_N, GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_SLOPE, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
+    GAUSS_WIDTH, ROUND_SCALE, SINC3_SERIES_BELOW, SINC3_SLOPE, SINC3_TAYLOR, SINCG_EPS, TOPHAT_R2,
 };
 use crate::kernel::job::Switches;
 use crate::kernel::layout as at;
@@ -225,7 +225,7 @@ pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
     let x = delta * PI;
     let (sin_x, cos_x) = (sin_pi_small(delta), cos_pi_small(delta));
     let over_sin = 1.0 / sin_x;
-    let (value, cos_nx) = if on_recurrence(n) {
+    let (value, cos_nx) = if forward::on_recurrence(n) {
         let (below, at) = forward::chebyshev_u(cos_x, n as usize);
         (below, at - cos_x * below)
     } else {
@@ -237,13 +237,6 @@ pub fn sincg(h: f64, n: f64) -> (f64, f64, f64) {
         PI * (n * cos_nx - value * cos_x) * over_sin,
         x * cos_nx * over_sin,
     )
-}
-
-/// Whether the lattice sum of N takes Chebyshev's recurrence (whole N from 1 to
-/// [`CHEBYSHEV_MAX_N`]) rather than the platform's sines.
-#[inline]
-pub fn on_recurrence(n: f64) -> bool {
-    (1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n)
 }
 
 /// sinc3 as a function of u = x² (x = π·t) and ∂/∂u: its series below [`SINC3_SERIES_BELOW`] in

@@ -74,7 +74,7 @@ pub fn lattice_factors(
 /// [`adjoint::sincg`] of each of `L` lanes' `h` for one N: (value, ∂/∂h, ∂/∂N) per lane.
 #[inline(always)]
 pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; L]) {
-    if !adjoint::on_recurrence(n) {
+    if !super::pixel::on_recurrence(n) {
         let one: [(f64, f64, f64); L] = each(|l| adjoint::sincg(h[l], n));
         return (each(|l| one[l].0), each(|l| one[l].1), each(|l| one[l].2));
     }
@@ -105,13 +105,13 @@ pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; 
     )
 }
 
-/// (U_{k−1}(c), U_k(c)) per lane (k ≥ 1): [`super::pixel::chebyshev_u`]'s operations in its
+/// (U_{k−1}(c), U_k(c)) per lane (k ≥ 0): [`super::pixel::chebyshev_u`]'s operations in its
 /// order, each step across the lanes.
 #[inline(always)]
 pub fn chebyshev_u<F: Real, const L: usize>(c: [F; L], k: usize) -> ([F; L], [F; L]) {
     let two_c: [F; L] = each(|l| c[l] + c[l]);
-    let (mut below, mut at) = ([F::ONE; L], two_c);
-    for _ in 1..k {
+    let (mut below, mut at) = ([F::ZERO; L], [F::ONE; L]);
+    for _ in 0..k {
         for l in 0..L {
             (below[l], at[l]) = (at[l], two_c[l] * at[l] - below[l]);
         }

@@ -135,23 +135,26 @@ pub fn sincg<F: Real>(h: F, n: F) -> F {
     if delta.abs() < F::of(SINCG_EPS) {
         return n;
     }
-    let whole = n.to_f64();
-    if whole <= CHEBYSHEV_MAX_N && is_whole(whole) {
-        return match whole as usize {
-            1 => F::ONE,
-            n => chebyshev_u(delta.cos_pi_small(), n - 1).1,
-        };
+    if on_recurrence(n.to_f64()) {
+        return chebyshev_u(delta.cos_pi_small(), n.to_f64() as usize - 1).1;
     }
     (n * delta).sin_pi() / delta.sin_pi()
 }
 
-/// (U_{k−1}(c), U_k(c)), k ≥ 1, Chebyshev's polynomials of the second kind, by U_0 = 1,
-/// U_1 = 2c, U_{j+1} = 2c·U_j − U_{j−1}.
+/// Whether the lattice sum of N takes Chebyshev's recurrence (whole N from 1 to
+/// [`CHEBYSHEV_MAX_N`]) rather than the platform's sines.
+#[inline]
+pub fn on_recurrence(n: f64) -> bool {
+    (1.0..=CHEBYSHEV_MAX_N).contains(&n) && is_whole(n)
+}
+
+/// (U_{k−1}(c), U_k(c)), k ≥ 0, Chebyshev's polynomials of the second kind, by U_{−1} = 0,
+/// U_0 = 1, U_{j+1} = 2c·U_j − U_{j−1}.
 #[inline(always)]
 pub fn chebyshev_u<F: Real>(c: F, k: usize) -> (F, F) {
     let two_c = c + c;
-    let (mut below, mut at) = (F::ONE, two_c);
-    for _ in 1..k {
+    let (mut below, mut at) = (F::ZERO, F::ONE);
+    for _ in 0..k {
         (below, at) = (at, two_c * at - below);
     }
     (below, at)
@@ -563,13 +566,16 @@ mod tests {
     /// the scalar's operations, bit for bit.
     #[test]
     fn chebyshev_pairs_are_quotients_of_sines() {
-        for k in 1..=33usize {
+        for k in 0..=33usize {
             for i in 1..=200 {
                 let x = f64::from(i) / 200.0 * PI / 2.0;
                 let (below, at) = chebyshev_u(x.cos(), k);
                 let quotient = |m: usize| (m as f64 * x).sin() / x.sin();
                 let tolerance = 1e-14 * (k * k) as f64;
-                assert!((below - quotient(k)).abs() <= tolerance, "U_{} at x = {x}", k - 1);
+                assert!(
+                    (below - quotient(k)).abs() <= tolerance,
+                    "U_{{k−1}} for k = {k} at x = {x}"
+                );
                 assert!((at - quotient(k + 1)).abs() <= tolerance, "U_{k} at x = {x}");
             }
             let c = [0.0, 0.1, 0.5, 0.9, 1.0, 0.999_999];

@@ -13,11 +13,11 @@
 use super::inputs::{Inputs, Params, Row, Source, V3};
 use super::lanes::{chebyshev_u, each};
 use super::pixel::{
-    capture_fraction, counted, curved_position, dot, kahn_factor, lattice_factor, miller_index, sample_position,
-    scaled, solid_angle, stol, structure_factor, term_factor, Pixel, PixelSums,
+    capture_fraction, counted, curved_position, dot, kahn_factor, lattice_factor, miller_index, on_recurrence,
+    sample_position, scaled, solid_angle, stol, structure_factor, term_factor, Pixel, PixelSums,
 };
-use super::real::{is_whole, Real};
-use crate::base::series::{CHEBYSHEV_MAX_N, SINCG_EPS};
+use super::real::Real;
+use crate::base::series::SINCG_EPS;
 use crate::kernel::job::Switches;
 use crate::physics::amorphous::StolCubics;
 use std::array::from_fn;
@@ -261,15 +261,11 @@ fn lattice_factors<F: Real>(p: &Params<F>, hkl: &[V3<F>; PIXEL_LANES], sw: &Swit
 /// [`super::pixel::sincg`] of each lane's h for one N.
 #[inline(always)]
 fn sincg<F: Real>(h: Lanes<F>, n: F) -> Lanes<F> {
-    let whole = n.to_f64();
-    if !(whole <= CHEBYSHEV_MAX_N && is_whole(whole)) {
+    if !on_recurrence(n.to_f64()) {
         return each(|l| super::pixel::sincg(h[l], n));
     }
     let delta: Lanes<F> = each(|l| h[l] - (h[l] + F::of(0.5)).floor());
-    let u: Lanes<F> = match whole as usize {
-        1 => [F::ONE; PIXEL_LANES],
-        n => chebyshev_u(each(|l| delta[l].cos_pi_small()), n - 1).1,
-    };
+    let u: Lanes<F> = chebyshev_u(each(|l| delta[l].cos_pi_small()), n.to_f64() as usize - 1).1;
     each(|l| match delta[l].abs() < F::of(SINCG_EPS) {
         true => n,
         false => u[l],
