@@ -51,7 +51,8 @@ pub const FORWARD_CHUNK_ELEMENTS: usize = 1 << 20;
 pub struct Simulator<B: Backend> {
     /// The continuous parameters, trainable.
     pub params: Params<B>,
-    setup: Arc<Setup>,
+    /// The setup and its host scene ([`Scene::new`]), resolved once.
+    image: Arc<OneImage>,
 }
 
 impl<B: PixelKernel> Simulator<B> {
@@ -117,7 +118,7 @@ impl<B: PixelKernel> Simulator<B> {
         }
         Ok(Self {
             params: Params::new(cfg, &exp, device),
-            setup: Arc::new(Setup {
+            image: one_image(Setup {
                 cfg: cfg.clone(),
                 exp,
                 options: forward_options(),
@@ -132,20 +133,24 @@ impl<B: PixelKernel> Simulator<B> {
     /// `RAYON_NUM_THREADS`, else the cores), within `options.memory_budget`. Progress is not
     /// reported.
     pub fn with_options(self, options: RenderOptions) -> Self {
-        let Setup { cfg, exp, .. } = &*self.setup;
-        Self {
+        let Setup { cfg, exp, .. } = &*self.image.setup;
+        let image = OneImage {
             setup: Arc::new(Setup {
                 cfg: cfg.clone(),
                 exp: exp.clone(),
                 options,
             }),
+            host: self.image.host.clone(),
+        };
+        Self {
+            image: Arc::new(image),
             params: self.params,
         }
     }
 
     /// The host's resolution of the configuration.
     pub fn setup(&self) -> &Setup {
-        &self.setup
+        &self.image.setup
     }
 
     /// The image `[spixels, fpixels]` (photons per pixel, 0 outside the ROI and in masked
@@ -158,7 +163,7 @@ impl<B: PixelKernel> Simulator<B> {
     /// The statistics C prints (max and its position, mean, rms, rmsd) of an image from
     /// [`Simulator::forward`], reduced on its device: a few scalars are read back, not the image.
     pub fn statistics(&self, image: Tensor<B, 2>) -> Result<Statistics> {
-        Statistics::of_tensor(&self.setup.exp, image.detach())
+        Statistics::of_tensor(&self.image.setup.exp, image.detach())
     }
 
     /// The image at `params`, tensors the caller may have computed (e.g. with
@@ -175,12 +180,17 @@ impl<B: PixelKernel> Simulator<B> {
     /// stages render, span by span, on the caller's graph. A readback that fails falls back to
     /// the tensor stages.
     pub fn forward_with(&self, params: &Params<B>) -> Tensor<B, 2> {
-        let one = Arc::new(OneImage {
-            setup: self.setup.clone(),
-            host: Scene::new(&self.setup.exp),
-        });
-        render(&one, params).pop().expect("one image")
+        render(&self.image, params).pop().expect("one image")
     }
+}
+
+/// `setup` with its host scene.
+fn one_image(setup: Setup) -> Arc<OneImage> {
+    let host = Scene::new(&setup.exp);
+    Arc::new(OneImage {
+        setup: Arc::new(setup),
+        host,
+    })
 }
 
 /// A simulator's options: chunks of [`FORWARD_CHUNK_ELEMENTS`], the kernel where the backend
