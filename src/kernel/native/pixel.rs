@@ -561,6 +561,23 @@ mod tests {
         assert_eq!(sincg(3.0, 5.0), 5.0);
     }
 
+    /// A whole N below 1 (a refined `n_cells` may reach one) takes the sines, as C does:
+    /// sin(Nπh)/sin(πh) away from the nodes and N at them, in both precisions and in the lanes.
+    #[test]
+    fn whole_n_below_one_is_cs_lattice_sum() {
+        for n in [0.0, -1.0, -3.0] {
+            for h in [0.3, -2.49, 7.123] {
+                let c: f64 = (PI * n * h).sin() / (PI * h).sin();
+                assert!((sincg(h, n) - c).abs() <= 1e-12, "{h} {n}");
+                assert!(
+                    (f64::from(sincg(h as f32, n as f32)) - c).abs() <= 1e-5,
+                    "{h} {n} in f32"
+                );
+            }
+            assert_eq!(sincg(2.0, n), n);
+        }
+    }
+
     /// Chebyshev's (U_{k−1}, U_k) at c = cos x are sin(k·x)/sin x and sin((k+1)·x)/sin x, by
     /// libm's sines, for every k the lattice sums take and x across [0, π/2]; the lanes take
     /// the scalar's operations, bit for bit.

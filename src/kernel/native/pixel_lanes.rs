@@ -280,6 +280,24 @@ mod tests {
     use crate::tests::common;
     use proptest::prelude::*;
 
+    /// The lanes' lattice sum is the scalar one, bit for bit, for whole N on and off
+    /// Chebyshev's recurrence (N below 1 included), at and away from the nodes.
+    #[test]
+    fn lanes_sincg_is_the_scalar_one() {
+        let h: Lanes<f64> = std::array::from_fn(|l| [0.3, -2.49, 7.123, 2.0, 0.5, -0.01, 3.999_999, 12.25][l % 8]);
+        for n in [-3.0, -1.0, 0.0, 1.0, 2.0, 5.0, 32.0, 33.0] {
+            let lanes = sincg(h, n);
+            for l in 0..PIXEL_LANES {
+                assert_eq!(
+                    lanes[l].to_bits(),
+                    super::super::pixel::sincg(h[l], n).to_bits(),
+                    "h = {}, N = {n}",
+                    h[l]
+                );
+            }
+        }
+    }
+
     /// Every pixel of `flags`' ROI in precision `F`, by lane groups (columns `stride` apart from
     /// a first one, wrapping, so groups repeat and mix columns) against [`pixel_photons`]: the
     /// same bits of photons and Σω. Returns how many pixels were not 0.
