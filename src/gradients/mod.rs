@@ -310,15 +310,17 @@ pub(crate) fn scene_to_params<B: AutodiffBackend>(
     g: Vec<Vec<f64>>,
     device: &B::Device,
 ) -> Result<Vec<ParamGradient>> {
-    let total = z
-        .into_iter()
-        .zip(g)
-        .map(|(t, g)| {
-            let n = g.len();
-            let dtype = t.dtype();
-            (t * Tensor::from_data(TensorData::new(g, [n]), (device, dtype))).sum()
-        })
-        .reduce(|a, b| a + b);
+    // one product and one sum over all of z: the backward pass hands each z exactly its g_z,
+    // in three operations of the graph however many variables the scene has
+    let total = (!z.is_empty()).then(|| {
+        let dtype = z[0].dtype();
+        let z = z
+            .into_iter()
+            .map(|t| if t.dtype() == dtype { t } else { t.cast(dtype) });
+        let g: Vec<f64> = g.concat();
+        let n = g.len();
+        (Tensor::cat(z.collect(), 0) * Tensor::from_data(TensorData::new(g, [n]), (device, dtype))).sum()
+    });
     let grads = total.map(|t| t.backward());
     params
         .tensors()
