@@ -26,7 +26,7 @@ use crate::render::{chunk_intensity, gradient_spans, Image, RenderOptions};
 use crate::scene::params::Params;
 use crate::scene::{tensor2, to_host, to_host_shared, Scene, SceneTensors};
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorData};
 
 /// Gradient of one parameter tensor (its [`crate::scene::params::PARAMETERS`] name and components).
 #[derive(Debug, Clone, PartialEq)]
@@ -313,7 +313,9 @@ pub(crate) fn scene_to_params<B: AutodiffBackend>(
     // one product and one sum over all of z: the backward pass hands each z exactly its g_z,
     // in three operations of the graph however many variables the scene has
     let total = (!z.is_empty()).then(|| {
-        let dtype = z[0].dtype();
+        // the widest of their dtypes, so that each z's g_z is rounded to its own dtype only
+        let wide = z.iter().any(|t| t.dtype() == DType::F64);
+        let dtype = if wide { DType::F64 } else { z[0].dtype() };
         let z = z
             .into_iter()
             .map(|t| if t.dtype() == dtype { t } else { t.cast(dtype) });
