@@ -155,16 +155,15 @@ fn run<B: nanobragg::PixelKernel>(
     // the simulator of the gradient modes, built in the first (cold) step and kept, as a
     // refinement loop keeps it
     let mut sim = None;
-    // the background of mode `bg`, read and set up once, as a run of renders keeps it
-    let mut table_s = None;
-    let background = match job.mode.as_str() {
+    // the background of mode `bg`, read and set up once, as a run of renders keeps it, and
+    // the seconds that took
+    let (background, table_s) = match job.mode.as_str() {
         "bg" => {
             let t = Instant::now();
             let background = water_background(job)?;
-            table_s = Some(t.elapsed().as_secs_f64());
-            Some(background)
+            (Some(background), Some(t.elapsed().as_secs_f64()))
         }
-        _ => None,
+        _ => (None, None),
     };
     for _ in 0..job.reps {
         let t = Instant::now();
