@@ -101,9 +101,6 @@ fn lanes_loop<F: Real>(
                         polar = each(|l| kahn_factor(source, sample.d[l], p.kahn));
                         acc.first_polarization(&polar, &kept);
                     }
-                    if let (Some(sums), Some(table), 0) = (background.as_deref_mut(), &inp.background, t) {
-                        add_background(sums, &table.cubics, source, &sample, &polar);
-                    }
                     let factor = acc.factor(sw, &polar, &sample.omega);
                     for row in &rows[si * per_source..(si + 1) * per_source] {
                         let hkl: [V3<F>; PIXEL_LANES] = each(|l| miller_index(row, sample.d[l]));
@@ -116,6 +113,10 @@ fn lanes_loop<F: Real>(
                                 false => acc.running[l] + term,
                             };
                         }
+                    }
+                    // after the Bragg term, whose values are no longer live
+                    if let (Some(sums), Some(table), 0) = (background.as_deref_mut(), &inp.background, t) {
+                        add_background(sums, &table.cubics, source, &sample, &polar);
                     }
                 }
             }
