@@ -114,19 +114,37 @@ impl StolCurve {
 /// divides term by term: values agree to a few units in the last place.
 ///
 /// The interval of s is C's (the last point at or below s), found without a search: s picks
-/// one of [`Self::BUCKETS_PER_POINT`]·n equal buckets spanning the table, whose interval at its
-/// lower edge is stored, and the interval is that one or the next. No state carries from
-/// one sample to the next, so the samples of a lane group are independent.
+/// one of [`Self::BUCKETS_PER_POINT`]·n equal buckets spanning the table. A bucket holding at
+/// most one point stores the interval at its lower edge and the next point, so the interval
+/// is that one or the next by one comparison; a crowded bucket (two points or more) walks.
+/// An interval's four abscissae and weights share one cache line. No state carries from one
+/// sample to the next, so the samples of a lane group are independent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StolCubics {
     pub curve: StolCurve,
-    /// Per interval n (points n − 1 ..= n + 2), the four weights; entry 0 unused.
-    weights: Vec<[f64; 4]>,
+    /// Per interval n (points n − 1 ..= n + 2), its abscissae and weights; entry 0 unused.
+    cubics: Vec<IntervalCubic>,
     /// sinθ/λ of the first bucket's lower edge (m⁻¹) and buckets per m⁻¹.
     lo: f64,
     per_stol: f64,
-    /// The interval at each bucket's lower edge.
-    start: Vec<u32>,
+    buckets: Vec<Bucket>,
+}
+
+/// One interval's cubic: its four points' sinθ/λ (m⁻¹) and folded weights (electrons·m³).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[repr(C, align(64))]
+struct IntervalCubic {
+    x: [f64; 4],
+    w: [f64; 4],
+}
+
+/// One bucket of the interval index: the interval at its lower edge, the sinθ/λ of the next
+/// point (m⁻¹), and whether more than one point falls inside it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bucket {
+    next_point: f64,
+    first: u32,
+    crowded: bool,
 }
 
 impl StolCubics {
@@ -134,62 +152,82 @@ impl StolCubics {
     pub const BUCKETS_PER_POINT: usize = 4;
 
     pub fn new(curve: &StolCurve) -> Self {
-        let weights = (0..curve.len() - 2)
+        let last = curve.len() - 3;
+        let cubics = (0..=last)
             .map(|n| match n {
-                0 => [0.0; 4],
+                0 => IntervalCubic::default(),
                 n => {
                     let (xa, ya) = (&curve.stol[n - 1..n + 3], &curve.f[n - 1..n + 3]);
-                    std::array::from_fn(|i| {
+                    let w = std::array::from_fn(|i| {
                         let denom: f64 = (0..4).filter(|&j| j != i).map(|j| xa[i] - xa[j]).product();
                         ya[i] / denom
-                    })
+                    });
+                    IntervalCubic {
+                        x: [xa[0], xa[1], xa[2], xa[3]],
+                        w,
+                    }
                 }
             })
             .collect();
         // the table's own points, between the guards
-        let (lo, hi) = (curve.stol[2], curve.stol[curve.len() - 3]);
-        let buckets = Self::BUCKETS_PER_POINT * curve.len();
+        let (lo, hi) = (curve.stol[2], curve.stol[last]);
+        let count = Self::BUCKETS_PER_POINT * curve.len();
         let per_stol = match hi > lo {
-            true => buckets as f64 / (hi - lo),
+            true => count as f64 / (hi - lo),
             false => 0.0,
         };
-        // the edges increase: one walk up the table, not a search per bucket
-        let mut n = 1;
-        let start = (0..buckets)
-            .map(|k| curve.walk(lo + k as f64 * (hi - lo) / buckets as f64, &mut n) as u32)
-            .collect();
         Self {
             curve: curve.clone(),
-            weights,
+            cubics,
             lo,
             per_stol,
-            start,
+            buckets: Self::buckets(curve, lo, hi, count),
         }
     }
 
-    /// C's interval for sinθ/λ = `s` (m⁻¹): [`StolCurve::interval`], walked from the bucket of
-    /// `s` (NaN falls to the first interval, as C's search leaves it).
+    /// `count` equal buckets over [lo, hi] (m⁻¹), the last open above, each widened by a
+    /// margin beyond the rounding of `(s − lo)·per_stol`. The edges increase: one walk up the
+    /// table for the lower edges and one for the upper, not a search per bucket.
+    fn buckets(curve: &StolCurve, lo: f64, hi: f64, count: usize) -> Vec<Bucket> {
+        let width = (hi - lo) / count as f64;
+        let margin = 1e-6 * width + 1e-12 * (lo.abs() + hi.abs());
+        let (mut below, mut above) = (1, 1);
+        (0..count)
+            .map(|k| {
+                let lower = lo + k as f64 * width - margin;
+                let upper = match k + 1 == count {
+                    true => f64::INFINITY,
+                    false => lo + (k + 1) as f64 * width + margin,
+                };
+                let first = curve.walk(lower, &mut below);
+                let points_inside = curve.walk(upper, &mut above) - first;
+                Bucket {
+                    next_point: curve.stol[first + 1],
+                    first: first as u32,
+                    crowded: points_inside > 1 || width.is_nan() || width <= 0.0,
+                }
+            })
+            .collect()
+    }
+
+    /// C's interval for sinθ/λ = `s` (m⁻¹): [`StolCurve::interval`], from the bucket of `s`
+    /// (NaN falls to the first interval, as C's search leaves it).
     #[inline(always)]
     pub fn interval(&self, s: f64) -> usize {
         // saturating: below the table (or NaN) bucket 0, above it the last
-        let bucket = (((s - self.lo) * self.per_stol) as usize).min(self.start.len() - 1);
-        let (x, last) = (&self.curve.stol, self.curve.len() - 3);
-        // most buckets hold one point at most: the interval is the lower edge's or the next,
-        // chosen without a branch; the walk settles the rest (never past the guards)
-        let start = self.start[bucket] as usize;
-        let mut n = start + usize::from(x[start + 1] <= s);
-        if n <= last && x[n] <= s && s < x[n + 1] {
-            return n;
+        let bucket = &self.buckets[(((s - self.lo) * self.per_stol) as usize).min(self.buckets.len() - 1)];
+        let mut n = bucket.first as usize;
+        match bucket.crowded {
+            false => (n + usize::from(bucket.next_point <= s)).min(self.cubics.len() - 1),
+            true => self.curve.walk(s, &mut n),
         }
-        self.curve.walk(s, &mut n)
     }
 
     /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹) in interval `n` ([`Self::interval`]).
     #[inline(always)]
     pub fn f_in(&self, s: f64, n: usize) -> f64 {
-        let x = &self.curve.stol;
-        let d = [s - x[n - 1], s - x[n], s - x[n + 1], s - x[n + 2]];
-        let w = &self.weights[n];
+        let IntervalCubic { x, w } = &self.cubics[n];
+        let d = [s - x[0], s - x[1], s - x[2], s - x[3]];
         let (d01, d23) = (d[0] * d[1], d[2] * d[3]);
         w[0] * d[1] * d23 + w[1] * d[0] * d23 + w[2] * d01 * d[3] + w[3] * d01 * d[2]
     }
