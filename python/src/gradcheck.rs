@@ -5,7 +5,6 @@
 use crate::arrays;
 use crate::errors::{to_py, value_error};
 use crate::simulator::Simulator;
-use crate::tasks::GradcheckAt;
 use nanobragg::{ComponentCheck, GradcheckOptions, GradcheckReport};
 use numpy::PyArrayLikeDyn;
 use pyo3::prelude::*;
@@ -206,11 +205,7 @@ pub fn gradcheck<'py>(
         (None, true) => None,
     };
     // the GIL stays held: the loss may be Python
-    let report = engine.run(GradcheckAt {
-        at: sim.at(cfg, exp, &engine),
-        loss,
-        options: &options,
-    });
+    let report = engine.gradcheck_at(&sim.point(cfg, exp), loss, &options);
     match (report, raised) {
         (Ok(r), _) => Ok(Report(r)),
         (Err(_), Some(e)) => Err(e),

@@ -3,8 +3,8 @@
 //!
 //! One file per concept: [`errors`] (Rust errors and panics as Python exceptions, the GIL
 //! released around the work), [`flags`] (flags and keyword overrides to a configuration),
-//! [`arrays`] (images to and from numpy), [`tasks`] (the generic computations, run on an
-//! engine), [`simulator`] (the `Simulator` class), [`writers`] (SMV, CBF, NeXus files),
+//! [`arrays`] (images to and from numpy), [`simulator`] (the `Simulator` class, over the
+//! library's non-generic engine methods, `nanobragg::refine::at`), [`writers`] (SMV, CBF, NeXus files),
 //! [`images`] (reading them back), [`gradcheck`] (gradients against central differences).
 
 use pyo3::prelude::*;
@@ -17,7 +17,6 @@ mod flags;
 mod gradcheck;
 mod images;
 mod simulator;
-mod tasks;
 mod writers;
 
 /// Run the `nanobragg` program's whole command line in this process (`argv` without the program

@@ -5,7 +5,6 @@
 use crate::arrays;
 use crate::errors::{detached, to_py, value_error};
 use crate::flags::{self, Flags};
-use crate::tasks::{At, ImageValuesAt, LossAt, RenderAt, ValuesAt, VectorAt};
 use crate::writers::{write, Format};
 use nanobragg::app::program::render_options;
 use nanobragg::config::SimConfig;
@@ -13,7 +12,7 @@ use nanobragg::engine::{Engine, EngineKind, Precision};
 use nanobragg::experiment::args::RunOptions;
 use nanobragg::experiment::load_structure_factors;
 use nanobragg::experiment::panels::custom::panel_configs;
-use nanobragg::refine::Loss;
+use nanobragg::refine::{Loss, LossRequest};
 use nanobragg::render::output::Statistics;
 use nanobragg::render::{Image, RenderOptions};
 use nanobragg::Experiment;
@@ -103,17 +102,8 @@ impl Simulator {
         Ok(&self.setup.panels[0])
     }
 
-    pub(crate) fn at<'a>(&'a self, cfg: &'a SimConfig, exp: &'a Experiment, engine: &Engine) -> At<'a> {
-        At {
-            cfg,
-            exp,
-            values: &self.values,
-            opts: engine.options(&self.setup.render),
-        }
-    }
-
-    /// This simulator's point for the library's engine methods (`Engine::image_vjp_at`), which
-    /// adapt the render options to the engine themselves.
+    /// This simulator's point for the library's engine methods (`Engine::render_at`,
+    /// `Engine::image_vjp_at`, ...), which adapt the render options to the engine themselves.
     pub(crate) fn point<'a>(&'a self, cfg: &'a SimConfig, exp: &'a Experiment) -> nanobragg::gradients::At<'a> {
         nanobragg::gradients::At {
             cfg,
@@ -292,7 +282,7 @@ impl Simulator {
                 .iter()
                 .map(|(cfg, exp)| match self.values.is_empty() {
                     true => engine.render(exp, &self.setup.render),
-                    false => engine.run(RenderAt(self.at(cfg, exp, &engine))),
+                    false => engine.render_at(&self.point(cfg, exp)),
                 })
                 .collect::<nanobragg::Result<Vec<Image>>>()
         })?;
@@ -310,7 +300,7 @@ impl Simulator {
     fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (cfg, exp) = self.single("parameters")?;
         let engine = Engine::default();
-        let values = detached(py, || engine.run(ValuesAt(self.at(cfg, exp, &engine))))?;
+        let values = detached(py, || engine.values_at(&self.point(cfg, exp)))?;
         let d = PyDict::new(py);
         for (name, v) in values {
             d.set_item(name, arrays::vector(py, v))?;
@@ -337,13 +327,11 @@ impl Simulator {
         }
         // checked now: names and sizes
         let engine = Engine::default();
-        let at = At {
-            cfg,
-            exp,
+        let at = nanobragg::gradients::At {
             values: &merged,
-            opts: self.setup.render.clone(),
+            ..self.point(cfg, exp)
         };
-        detached(py, || engine.run(ValuesAt(at)))?;
+        detached(py, || engine.values_at(&at))?;
         Ok(self.moved(merged))
     }
 
@@ -406,14 +394,7 @@ impl Simulator {
         let (cfg, exp) = self.single("vector")?;
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let engine = Engine::default();
-        let at = self.at(cfg, exp, &engine);
-        let (x, _) = detached(py, || {
-            engine.run(VectorAt {
-                at,
-                labels: &refs,
-                x: None,
-            })
-        })?;
+        let x = detached(py, || engine.read_vector_at(&self.point(cfg, exp), &refs))?;
         Ok(arrays::vector(py, x))
     }
 
@@ -425,14 +406,7 @@ impl Simulator {
         }
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let engine = Engine::default();
-        let at = self.at(cfg, exp, &engine);
-        let (_, values) = detached(py, || {
-            engine.run(VectorAt {
-                at,
-                labels: &refs,
-                x: Some(&x),
-            })
-        })?;
+        let values = detached(py, || engine.write_vector_at(&self.point(cfg, exp), &refs, &x))?;
         Ok(self.moved(values.into_iter().map(|(n, v)| (n.to_string(), v)).collect()))
     }
 
@@ -486,18 +460,15 @@ impl Simulator {
                 refs.len()
             )));
         }
-        let at = self.at(cfg, exp, &engine);
-        let (f, g) = detached(py, || {
-            engine.run(LossAt {
-                at,
-                labels: &refs,
-                x: x.as_deref(),
-                observed: &observed,
-                mask: mask.as_deref(),
-                loss,
-                background: background.as_deref(),
-            })
-        })?;
+        let request = LossRequest {
+            labels: &refs,
+            x: x.as_deref(),
+            observed: &observed,
+            mask: mask.as_deref(),
+            loss,
+            background: background.as_deref(),
+        };
+        let (f, g) = detached(py, || engine.loss_and_gradient_at(&self.point(cfg, exp), &request))?;
         Ok((f, arrays::vector(py, g)))
     }
 
@@ -641,7 +612,7 @@ impl Simulator {
             self.setup
                 .panels
                 .iter()
-                .map(|(cfg, exp)| engine.run(ImageValuesAt(self.at(cfg, exp, &engine))))
+                .map(|(cfg, exp)| engine.image_values_at(&self.point(cfg, exp)))
                 .collect::<nanobragg::Result<Vec<Vec<f64>>>>()
         })?;
         Ok(arrays::image(py, values.concat(), &self.dims())?.into_any().unbind())

@@ -10,11 +10,14 @@
 //!   groups among the variables;
 //! * [`optimizer`], [`adam`], [`lbfgs`] — burn's Adam and a hand-written L-BFGS behind one
 //!   interface, logging every iteration;
-//! * [`gradcheck`] — the analytic gradient of a loss against central differences.
+//! * [`gradcheck`] — the analytic gradient of a loss against central differences;
+//! * [`at`] — the engine's renders, parameter values, losses and gradchecks at a point of
+//!   parameter space, for callers that pick the engine at run time (the Python package).
 //!
 //! See `docs/refinement.md`.
 
 pub mod adam;
+pub mod at;
 pub mod gradcheck;
 pub mod lbfgs;
 pub mod loss;
@@ -26,6 +29,7 @@ pub mod selection;
 pub mod uncertainty;
 
 pub use adam::Adam;
+pub use at::{LossRequest, ParameterValues};
 pub use gradcheck::{gradcheck, ComponentCheck, GradcheckOptions, GradcheckReport};
 pub use lbfgs::Lbfgs;
 pub use loss::{Loss, LossValue};

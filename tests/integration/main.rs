@@ -15,6 +15,7 @@ mod derivative_files;
 mod docs;
 mod embedding;
 mod embedding_f32;
+mod engine_at;
 mod features;
 mod fuzz_replay;
 mod geometry;
