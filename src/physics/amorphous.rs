@@ -113,19 +113,26 @@ impl StolCurve {
 /// F(s) = Σ_i w_i·Π_{j≠i}(s − x_j) takes no division. The same cubic as C's `polint`, which
 /// divides term by term: values agree to a few units in the last place.
 ///
-/// The interval of s is C's (the last point at or below s), found without a search: s picks
-/// one of [`Self::BUCKETS_PER_POINT`]·n equal buckets spanning the table. A bucket holding at
-/// most one point stores the interval at its lower edge and the next point, so the interval
-/// is that one or the next by one comparison; a crowded bucket (two points or more) walks.
-/// An interval's four abscissae and weights share one cache line. No state carries from one
-/// sample to the next, so the samples of a lane group are independent.
+/// The interval of s is C's (the last point at or below s), found without a search. On an
+/// evenly spaced table (each point within [`Self::EVEN_TOLERANCE`] of a spacing of its even
+/// place, as `water.stol`'s 10⁴ points are) s's place on the even grid is its interval or a
+/// neighbour, and the two abscissae of that interval's own cubic decide: one cache line read,
+/// no index. On any other table s picks one of [`Self::BUCKETS_PER_POINT`]·n equal buckets
+/// spanning it: a bucket holding at most one point stores the interval at its lower edge and
+/// the next point, so the interval is that one or the next by one comparison; a crowded bucket
+/// (two points or more) walks. An interval's four abscissae and weights share one cache line.
+/// No state carries from one sample to the next, so the samples of a lane group are
+/// independent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StolCubics {
     pub curve: StolCurve,
     /// Per interval n (points n − 1 ..= n + 2), its abscissae and weights; entry 0 unused.
     cubics: Vec<IntervalCubic>,
-    /// sinθ/λ of the first bucket's lower edge (m⁻¹) and buckets per m⁻¹.
+    /// sinθ/λ of the table's first point (m⁻¹), where the buckets and the even grid start.
     lo: f64,
+    /// Even grid places per m⁻¹ (one per spacing) on an evenly spaced table, else 0.
+    per_spacing: f64,
+    /// Buckets per m⁻¹, and the buckets (none on an evenly spaced table).
     per_stol: f64,
     buckets: Vec<Bucket>,
 }
@@ -171,7 +178,11 @@ impl StolCubics {
             .collect();
         // the table's own points, between the guards
         let (lo, hi) = (curve.stol[2], curve.stol[last]);
-        let count = Self::BUCKETS_PER_POINT * curve.len();
+        let per_spacing = Self::even_spacing(curve);
+        let count = match per_spacing > 0.0 {
+            true => 0,
+            false => Self::BUCKETS_PER_POINT * curve.len(),
+        };
         let per_stol = match hi > lo {
             true => count as f64 / (hi - lo),
             false => 0.0,
@@ -180,8 +191,30 @@ impl StolCubics {
             curve: curve.clone(),
             cubics,
             lo,
+            per_spacing,
             per_stol,
             buckets: Self::buckets(curve, lo, hi, count),
+        }
+    }
+
+    /// How far (in spacings) a point of an evenly spaced table may lie from its place on the
+    /// even grid: below ½, so that s's place is its interval or a neighbour.
+    pub const EVEN_TOLERANCE: f64 = 0.375;
+
+    /// Grid places per m⁻¹ when the table's own points (three or more) lie within
+    /// [`Self::EVEN_TOLERANCE`] of an even grid from the first to the last, as
+    /// [`Self::interval`] computes the place; else 0.
+    fn even_spacing(curve: &StolCurve) -> f64 {
+        let last = curve.len() - 3;
+        if last < 4 {
+            return 0.0;
+        }
+        let (lo, hi) = (curve.stol[2], curve.stol[last]);
+        let per = (last - 2) as f64 / (hi - lo);
+        let even = (2..=last).all(|i| ((curve.stol[i] - lo) * per - (i - 2) as f64).abs() <= Self::EVEN_TOLERANCE);
+        match even && per.is_finite() {
+            true => per,
+            false => 0.0,
         }
     }
 
@@ -214,6 +247,16 @@ impl StolCubics {
     /// (NaN falls to the first interval, as C's search leaves it).
     #[inline(always)]
     pub fn interval(&self, s: f64) -> usize {
+        let last = self.cubics.len() - 1;
+        if self.per_spacing > 0.0 {
+            // s's place on the even grid (saturating: below the table or NaN 0, above it the
+            // last): its interval n or n ± 1 (the tolerance), which the place's own abscissae
+            // x[1] = point g and x[2] = point g + 1 tell apart; NaN ends at C's first interval
+            let g = 2 + (((s - self.lo) * self.per_spacing) as usize).min(last - 2);
+            let x = &self.cubics[g].x;
+            let below = s < x[1] || s.is_nan();
+            return (g - usize::from(below) + usize::from(s >= x[2])).min(last);
+        }
         // saturating: below the table (or NaN) bucket 0, above it the last
         let bucket = &self.buckets[(((s - self.lo) * self.per_stol) as usize).min(self.buckets.len() - 1)];
         let mut n = bucket.first as usize;
@@ -340,20 +383,40 @@ mod tests {
         }
     }
 
-    /// The bucket index finds C's interval for any sinθ/λ: in and between the points, off
-    /// both ends, ±0, ±∞ and NaN, on uneven tables and on tables of one and two points.
+    /// The index finds C's interval for any sinθ/λ: in and between the points, off both ends,
+    /// ±0, ±∞ and NaN; by the even grid on evenly spaced tables (written to six digits as
+    /// `water.stol` is, or each point up to 0.35 of a spacing off its place), by buckets on
+    /// uneven tables (one point 0.4 off) and on tables of one, two and three points.
     #[test]
-    fn the_bucket_index_finds_cs_interval() {
+    fn the_index_finds_cs_interval() {
         let uneven: Vec<f64> = (0..300).map(|i| (i as f64 * 0.011).powf(2.2)).collect();
+        let six_digits: Vec<f64> = (0..2000)
+            .map(|i| format!("{:.5e}", i as f64 * 5.0005e-5).parse().unwrap())
+            .collect();
+        let mut jitter = crate::diff::testing::uniform(400, -0.35, 0.35, 5);
+        (jitter[0], jitter[399]) = (0.0, 0.0);
+        let jittered: Vec<f64> = jitter
+            .iter()
+            .enumerate()
+            .map(|(i, j)| 0.01 + (i as f64 + j) * 2e-4)
+            .collect();
+        let mut one_off: Vec<f64> = (0..50).map(|i| i as f64 * 0.01).collect();
+        one_off[20] += 0.004;
         let tables = [
-            uneven,
-            vec![0.2],
-            vec![0.1, 0.4],
-            vec![0.0, 1e-9, 1e-8, 0.5, 0.50000001],
+            (six_digits, true),
+            (jittered, true),
+            (one_off, false),
+            (uneven, false),
+            (vec![0.2], false),
+            (vec![0.1, 0.4], false),
+            (vec![0.1, 0.2, 0.3], true),
+            (vec![0.0, 1e-9, 1e-8, 0.5, 0.50000001], false),
         ];
-        for xs in tables {
+        for (xs, even) in tables {
             let c = curve(&xs, &xs.iter().map(|x| (3.0 * x).cos()).collect::<Vec<_>>());
             let cubics = StolCubics::new(&c);
+            assert_eq!(cubics.per_spacing > 0.0, even, "{} points", xs.len());
+            assert_eq!(cubics.buckets.is_empty(), even);
             let mut s = crate::diff::testing::uniform(5000, -0.5e10, 8.0e10, 3);
             s.extend(xs.iter().flat_map(|x| {
                 let v = x * 1e10;
