@@ -108,10 +108,14 @@ impl StolCurve {
     }
 }
 
-/// [`StolCurve`]'s cubics with C's Lagrange denominators folded into each point's F: for the
-/// interval starting at point n, `w_i = F_i / Π_{j≠i}(x_i − x_j)` over its four points, so
-/// F(s) = Σ_i w_i·Π_{j≠i}(s − x_j) takes no division. The same cubic as C's `polint`, which
-/// divides term by term: values agree to a few units in the last place.
+/// [`StolCurve`]'s cubics, without division: the same cubic as C's `polint`, which divides
+/// term by term, to a few units in the last place. On an evenly spaced table the cubic of an
+/// interval between the guards is in powers of t = s − x_n (Horner's rule: three products),
+/// whose coefficients nodes at least a fraction of a spacing apart keep well conditioned.
+/// Elsewhere (uneven tables, whose points may nearly coincide, and the intervals that reach a
+/// guard) C's Lagrange denominators are folded into each point's F: for the interval starting
+/// at point n, `w_i = F_i / Π_{j≠i}(x_i − x_j)` over its four points, so
+/// F(s) = Σ_i w_i·Π_{j≠i}(s − x_j).
 ///
 /// The interval of s is C's (the last point at or below s), found without a search. On an
 /// evenly spaced table (each point within [`Self::EVEN_TOLERANCE`] of a spacing of its even
@@ -128,6 +132,9 @@ pub struct StolCubics {
     pub curve: StolCurve,
     /// Per interval n (points n − 1 ..= n + 2), its abscissae and weights; entry 0 unused.
     cubics: Vec<IntervalCubic>,
+    /// The first and last interval whose cubic is in powers of t (empty when the first is
+    /// past the last).
+    powers: (usize, usize),
     /// sinθ/λ of the table's first point (m⁻¹), where the buckets and the even grid start.
     lo: f64,
     /// Even grid places per m⁻¹ (one per spacing) on an evenly spaced table, else 0.
@@ -137,12 +144,36 @@ pub struct StolCubics {
     buckets: Vec<Bucket>,
 }
 
-/// One interval's cubic: its four points' sinθ/λ (m⁻¹) and folded weights (electrons·m³).
+/// One interval's cubic: its four points' sinθ/λ `x` (m⁻¹) and either the product form's
+/// folded weights `w` (electrons·m³) or the cubic's coefficients in powers of t = s − x[1]
+/// (`w[k]`: electrons·m^k), as [`StolCubics`] chooses for the interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[repr(C, align(64))]
 struct IntervalCubic {
     x: [f64; 4],
     w: [f64; 4],
+}
+
+impl IntervalCubic {
+    /// `w_i = F_i / Π_{j≠i}(x_i − x_j)`: F(s) = Σ_i w_i·Π_{j≠i}(s − x_j).
+    fn folded_weights(xa: &[f64], ya: &[f64]) -> [f64; 4] {
+        std::array::from_fn(|i| {
+            let denom: f64 = (0..4).filter(|&j| j != i).map(|j| xa[i] - xa[j]).product();
+            ya[i] / denom
+        })
+    }
+
+    /// `c` with F(s) = c0 + t·(c1 + t·(c2 + t·c3)), t = s − x1: c0 = F1, and c1 + c2·t + c3·t²
+    /// the quadratic through the other three points' (F_i − F1)/(x_i − x1), by Newton's
+    /// divided differences.
+    fn powers_of_t(xa: &[f64], ya: &[f64]) -> [f64; 4] {
+        let (a, b, c) = (xa[0] - xa[1], xa[2] - xa[1], xa[3] - xa[1]);
+        let g = |i: usize, e: f64| (ya[i] - ya[1]) / e;
+        let (ga, gb, gc) = (g(0, a), g(2, b), g(3, c));
+        let ab = (gb - ga) / (b - a);
+        let abc = ((gc - gb) / (c - b) - ab) / (c - a);
+        [ya[1], ga - ab * a + abc * a * b, ab - abc * (a + b), abc]
+    }
 }
 
 /// One bucket of the interval index: the interval at its lower edge, the sinθ/λ of the next
@@ -160,15 +191,23 @@ impl StolCubics {
 
     pub fn new(curve: &StolCurve) -> Self {
         let last = curve.len() - 3;
+        let per_spacing = Self::even_spacing(curve);
+        // in powers of t: the intervals of an evenly spaced table whose four points are the
+        // table's own (interval n spans points n − 1 ..= n + 2; the guards are 0, 1, last + 1
+        // and last + 2)
+        let powers = match per_spacing > 0.0 {
+            true => (3, last.saturating_sub(2)),
+            false => (1, 0),
+        };
         let cubics = (0..=last)
             .map(|n| match n {
                 0 => IntervalCubic::default(),
                 n => {
                     let (xa, ya) = (&curve.stol[n - 1..n + 3], &curve.f[n - 1..n + 3]);
-                    let w = std::array::from_fn(|i| {
-                        let denom: f64 = (0..4).filter(|&j| j != i).map(|j| xa[i] - xa[j]).product();
-                        ya[i] / denom
-                    });
+                    let w = match (powers.0..=powers.1).contains(&n) {
+                        true => IntervalCubic::powers_of_t(xa, ya),
+                        false => IntervalCubic::folded_weights(xa, ya),
+                    };
                     IntervalCubic {
                         x: [xa[0], xa[1], xa[2], xa[3]],
                         w,
@@ -178,7 +217,6 @@ impl StolCubics {
             .collect();
         // the table's own points, between the guards
         let (lo, hi) = (curve.stol[2], curve.stol[last]);
-        let per_spacing = Self::even_spacing(curve);
         let count = match per_spacing > 0.0 {
             true => 0,
             false => Self::BUCKETS_PER_POINT * curve.len(),
@@ -190,6 +228,7 @@ impl StolCubics {
         Self {
             curve: curve.clone(),
             cubics,
+            powers,
             lo,
             per_spacing,
             per_stol,
@@ -270,6 +309,10 @@ impl StolCubics {
     #[inline(always)]
     pub fn f_in(&self, s: f64, n: usize) -> f64 {
         let IntervalCubic { x, w } = &self.cubics[n];
+        if n >= self.powers.0 && n <= self.powers.1 {
+            let t = s - x[1];
+            return ((w[3] * t + w[2]) * t + w[1]) * t + w[0];
+        }
         let d = [s - x[0], s - x[1], s - x[2], s - x[3]];
         let (d01, d23) = (d[0] * d[1], d[2] * d[3]);
         w[0] * d[1] * d23 + w[1] * d[0] * d23 + w[2] * d01 * d[3] + w[3] * d01 * d[2]
