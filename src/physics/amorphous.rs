@@ -111,7 +111,7 @@ impl StolCurve {
 /// [`StolCurve`]'s cubics, without division: the same cubic as C's `polint`, which divides
 /// term by term, to a few units in the last place. On an evenly spaced table the cubic of an
 /// interval between the guards is in powers of t = s − x_n (Horner's rule: three products),
-/// whose coefficients nodes at least a fraction of a spacing apart keep well conditioned.
+/// well conditioned there because its nodes lie at least a quarter of a spacing apart.
 /// Elsewhere (uneven tables, whose points may nearly coincide, and the intervals that reach a
 /// guard) C's Lagrange denominators are folded into each point's F: for the interval starting
 /// at point n, `w_i = F_i / Π_{j≠i}(x_i − x_j)` over its four points, so
