@@ -82,6 +82,13 @@ impl At<'_> {
     ) -> Result<Vec<(&'static str, Vec<f64>)>> {
         Params::<B>::at(self.cfg, self.exp, self.values, options)?.values()
     }
+
+    /// The parameters at this point on backend `B`, constant (no gradient tracked:
+    /// [`burn::module::Module::no_grad`]); fails as [`Params::at`] does.
+    pub fn params<B: burn::tensor::backend::Backend>(&self, device: &B::Device) -> Result<Params<B>> {
+        let params = Params::<B>::at(self.cfg, self.exp, self.values, device)?;
+        Ok(burn::module::Module::no_grad(params))
+    }
 }
 
 /// The parameter values `values` (as [`Params::values`] lists them) as replacements for

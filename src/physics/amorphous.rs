@@ -15,6 +15,9 @@
 use crate::io::stol::{StolTable, StolUnits};
 #[cfg(any(test, feature = "stages"))]
 use burn::tensor::{backend::Backend, Tensor, TensorData};
+pub use single::SingleCubics;
+
+mod single;
 
 /// A `.stol` table as C interpolates it: sinθ/λ (m⁻¹) strictly increasing, with two guard
 /// points at each end (at ∓10⁹⁹ and ∓10⁹⁸ m⁻¹) that repeat the first and the last F.
@@ -142,6 +145,8 @@ pub struct StolCubics {
     /// Buckets per m⁻¹, and the buckets (none on an evenly spaced table).
     per_stol: f64,
     buckets: Vec<Bucket>,
+    /// The even table's interior rounded to f32, where it fits, for f32 lanes.
+    single: Option<SingleCubics>,
 }
 
 /// One interval's cubic: its four points' sinθ/λ `x` (m⁻¹) and either the product form's
@@ -174,6 +179,13 @@ impl IntervalCubic {
         let abc = ((gc - gb) / (c - b) - ab) / (c - a);
         [ya[1], ga - ab * a + abc * a * b, ab - abc * (a + b), abc]
     }
+
+    /// F(s) (electrons) of a cubic in powers of t = s − x[1] (m⁻¹), by Horner's rule.
+    #[inline(always)]
+    fn horner(&self, s: f64) -> f64 {
+        let (w, t) = (&self.w, s - self.x[1]);
+        ((w[3] * t + w[2]) * t + w[1]) * t + w[0]
+    }
 }
 
 /// One bucket of the interval index: the interval at its lower edge, the sinθ/λ of the next
@@ -199,7 +211,7 @@ impl StolCubics {
             true => (3, last.saturating_sub(2)),
             false => (1, 0),
         };
-        let cubics = (0..=last)
+        let cubics: Vec<IntervalCubic> = (0..=last)
             .map(|n| match n {
                 0 => IntervalCubic::default(),
                 n => {
@@ -225,6 +237,7 @@ impl StolCubics {
             true => count as f64 / (hi - lo),
             false => 0.0,
         };
+        let single = SingleCubics::new(&curve.stol, |n| cubics[n].w, powers, lo, per_spacing);
         Self {
             curve: curve.clone(),
             cubics,
@@ -233,6 +246,7 @@ impl StolCubics {
             per_spacing,
             per_stol,
             buckets: Self::buckets(curve, lo, hi, count),
+            single,
         }
     }
 
@@ -291,7 +305,7 @@ impl StolCubics {
             // s's place on the even grid (saturating: below the table or NaN 0, above it the
             // last): its interval n or n ± 1 (the tolerance), which the place's own abscissae
             // x[1] = point g and x[2] = point g + 1 tell apart; NaN ends at C's first interval
-            let g = 2 + (((s - self.lo) * self.per_spacing) as usize).min(last - 2);
+            let g = 2 + self.grid_place(s, last);
             let x = &self.cubics[g].x;
             let below = s < x[1] || s.is_nan();
             return (g - usize::from(below) + usize::from(s >= x[2])).min(last);
@@ -305,14 +319,29 @@ impl StolCubics {
         }
     }
 
+    /// s's place on the even grid, counted from the table's first point: ⌊(s − lo)·per⌋
+    /// saturating at 0 (below the table, and NaN) and at `last` − 2. The clamp is in floating
+    /// point, so the conversion needs no range fix-up of its own.
+    #[inline(always)]
+    fn grid_place(&self, s: f64, last: usize) -> usize {
+        let top = (last - 2) as f64;
+        // f64::max returns 0 for NaN
+        ((s - self.lo) * self.per_spacing).max(0.0).min(top) as u32 as usize
+    }
+
+    /// Whether interval `n`'s cubic is in powers of t.
+    #[inline(always)]
+    fn in_powers(&self, n: usize) -> bool {
+        n >= self.powers.0 && n <= self.powers.1
+    }
+
     /// F(s) (electrons) for sinθ/λ = `s` (m⁻¹) in interval `n` ([`Self::interval`]).
     #[inline(always)]
     pub fn f_in(&self, s: f64, n: usize) -> f64 {
-        let IntervalCubic { x, w } = &self.cubics[n];
-        if n >= self.powers.0 && n <= self.powers.1 {
-            let t = s - x[1];
-            return ((w[3] * t + w[2]) * t + w[1]) * t + w[0];
+        if self.in_powers(n) {
+            return self.cubics[n].horner(s);
         }
+        let IntervalCubic { x, w } = &self.cubics[n];
         let d = [s - x[0], s - x[1], s - x[2], s - x[3]];
         let (d01, d23) = (d[0] * d[1], d[2] * d[3]);
         w[0] * d[1] * d23 + w[1] * d[0] * d23 + w[2] * d01 * d[3] + w[3] * d01 * d[2]
@@ -322,6 +351,9 @@ impl StolCubics {
     /// across the lanes.
     #[inline(always)]
     pub fn f_lanes<const L: usize>(&self, s: &[f64; L]) -> [f64; L] {
+        if self.per_spacing > 0.0 {
+            return self.even_f_lanes(s);
+        }
         // loops rather than `array::from_fn`, whose closures the compiler leaves out of line
         let mut n = [0usize; L];
         for l in 0..L {
@@ -332,6 +364,93 @@ impl StolCubics {
             f[l] = self.f_in(s[l], n[l]);
         }
         f
+    }
+
+    /// [`Self::f_lanes`] on an evenly spaced table, each step across the lanes before the
+    /// next (so that they go into vector registers and only the table's reads are lane by
+    /// lane): s's place on the grid, the place's two points, the interval they tell (as
+    /// [`Self::interval`]), then the cubics, by Horner's rule where every lane's is in powers
+    /// of t (one branch for the lanes).
+    #[inline(always)]
+    fn even_f_lanes<const L: usize>(&self, s: &[f64; L]) -> [f64; L] {
+        let last = self.cubics.len() - 1;
+        let mut place = [0usize; L];
+        for l in 0..L {
+            place[l] = self.grid_place(s[l], last).min(last - 2) + 2;
+        }
+        let (mut below, mut above) = ([0.0; L], [0.0; L]);
+        for l in 0..L {
+            let x = &self.cubics[place[l]].x;
+            (below[l], above[l]) = (x[1], x[2]);
+        }
+        let mut n = [0usize; L];
+        for l in 0..L {
+            let back = s[l] < below[l] || s[l].is_nan();
+            n[l] = place[l] - usize::from(back) + usize::from(s[l] >= above[l]);
+        }
+        let (first, end) = (
+            n.iter().fold(usize::MAX, |m, &n| m.min(n)),
+            n.iter().fold(0, |m, &n| m.max(n)),
+        );
+        let mut f = [0.0; L];
+        if self.in_powers(first) && self.in_powers(end) {
+            let (mut origin, mut w) = ([0.0; L], [[0.0; L]; 4]);
+            for l in 0..L {
+                let c = &self.cubics[n[l].min(last)];
+                origin[l] = c.x[1];
+                (w[0][l], w[1][l], w[2][l], w[3][l]) = (c.w[0], c.w[1], c.w[2], c.w[3]);
+            }
+            for l in 0..L {
+                let t = s[l] - origin[l];
+                f[l] = ((w[3][l] * t + w[2][l]) * t + w[1][l]) * t + w[0][l];
+            }
+            return f;
+        }
+        for l in 0..L {
+            f[l] = self.f_in(s[l], n[l].min(last));
+        }
+        f
+    }
+
+    /// [`Self::f_lanes`] for sinθ/λ in f32 (m⁻¹), in f32 where the table allows
+    /// ([`SingleCubics`]: an evenly spaced table whose interior is in f32's range), else
+    /// through f64.
+    #[inline(always)]
+    pub fn f_lanes_f32<const L: usize>(&self, s: &[f32; L]) -> [f32; L] {
+        let Some(single) = &self.single else {
+            return self.f_lanes(&s.map(f64::from)).map(|f| f as f32);
+        };
+        match single.f_lanes(s) {
+            Ok(f) => f,
+            Err(n) => {
+                let mut f = [0.0f32; L];
+                for l in 0..L {
+                    f[l] = self.f_in(f64::from(s[l]), n[l]) as f32;
+                }
+                f
+            }
+        }
+    }
+}
+
+/// A lane precision [`StolCubics`] evaluates F in: f64 with the table's own values, f32 with
+/// the f32 copy of an evenly spaced table's interior ([`StolCubics::f_lanes_f32`]).
+pub trait StolLanes: Copy {
+    /// F (electrons) at each sinθ/λ of `s` (m⁻¹).
+    fn f_lanes<const L: usize>(table: &StolCubics, s: &[Self; L]) -> [Self; L];
+}
+
+impl StolLanes for f64 {
+    #[inline(always)]
+    fn f_lanes<const L: usize>(table: &StolCubics, s: &[f64; L]) -> [f64; L] {
+        table.f_lanes(s)
+    }
+}
+
+impl StolLanes for f32 {
+    #[inline(always)]
+    fn f_lanes<const L: usize>(table: &StolCubics, s: &[f32; L]) -> [f32; L] {
+        table.f_lanes_f32(s)
     }
 }
 
@@ -378,7 +497,7 @@ mod tests {
     use super::*;
     use crate::diff::testing::{dev, host, Ad, B};
 
-    fn curve(x: &[f64], f: &[f64]) -> StolCurve {
+    pub(super) fn curve(x: &[f64], f: &[f64]) -> StolCurve {
         StolCurve::new(
             &StolTable {
                 x: x.to_vec(),
@@ -426,8 +545,9 @@ mod tests {
         }
     }
 
-    /// The index finds C's interval for any sinθ/λ: in and between the points, off both ends,
-    /// ±0, ±∞ and NaN; by the even grid on evenly spaced tables (written to six digits as
+    /// The index finds C's interval for any sinθ/λ, and the lanes ([`StolCubics::f_lanes`])
+    /// each lane's own interval and cubic: in and between the points, off both ends, ±0, ±∞
+    /// and NaN; by the even grid on evenly spaced tables (written to six digits as
     /// `water.stol` is, or each point up to 0.35 of a spacing off its place), by buckets on
     /// uneven tables (one point 0.4 off) and on tables of one, two and three points.
     #[test]
@@ -468,6 +588,18 @@ mod tests {
             s.extend([f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1e99, -1e99, 2e99]);
             for &v in &s {
                 assert_eq!(cubics.interval(v), c.interval(v), "s = {v}, table of {}", xs.len());
+            }
+            // and the lanes take each lane's own interval and cubic, in any mix of lanes
+            for group in s.chunks_exact(8) {
+                let lanes: [f64; 8] = group.try_into().unwrap();
+                for (&v, f) in lanes.iter().zip(cubics.f_lanes(&lanes)) {
+                    let one = cubics.f_in(v, cubics.interval(v));
+                    assert!(
+                        f.to_bits() == one.to_bits() || f.is_nan() && one.is_nan(),
+                        "s = {v}, table of {}: lanes {f} vs {one}",
+                        xs.len()
+                    );
+                }
             }
         }
     }

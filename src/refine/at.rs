@@ -17,9 +17,7 @@ use crate::refine::objective::{render_params, ImageObjective, Objective};
 use crate::refine::response::{DetectorResponse, LabelSplit, PsfResponse};
 use crate::refine::selection::Selection;
 use crate::render::Image;
-use crate::scene::params::Params;
 use burn::backend::Autodiff;
-use burn::module::Module;
 
 /// Every present parameter's values, `(name, values)` in [`crate::scene::params::PARAMETERS`]
 /// order and units.
@@ -52,8 +50,8 @@ impl Engine {
         impl BackendTask for Task<'_> {
             type Output = Image;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Image> {
-                let At { cfg, exp, values, opts } = self.0;
-                let params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
+                let params = self.0.params::<B>(device)?;
+                let At { cfg, exp, opts, .. } = self.0;
                 render_params(cfg, exp, &params, opts, device)
             }
         }
@@ -68,9 +66,8 @@ impl Engine {
         impl BackendTask for Task<'_> {
             type Output = Vec<f64>;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Vec<f64>> {
-                let At { cfg, exp, values, .. } = self.0;
-                let mut sim = Simulator::<B>::from_experiment(cfg, exp.clone(), device)?;
-                sim.params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
+                let mut sim = Simulator::<B>::from_experiment(self.0.cfg, self.0.exp.clone(), device)?;
+                sim.params = self.0.params::<B>(device)?;
                 to_host(sim.forward())
             }
         }
@@ -84,8 +81,7 @@ impl Engine {
         impl BackendTask for Task<'_> {
             type Output = ParameterValues;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<ParameterValues> {
-                let At { cfg, exp, values, .. } = self.0;
-                Params::<B>::at(cfg, exp, values, device)?.values()
+                self.0.all_values::<B>(device)
             }
         }
         self.run(Task(*at))
@@ -102,10 +98,10 @@ impl Engine {
         impl BackendTask for Task<'_> {
             type Output = Vec<f64>;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<Vec<f64>> {
-                let At { cfg, exp, values, .. } = self.at;
-                let params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
+                let params = self.at.params::<B>(device)?;
                 let split = LabelSplit::new(self.labels);
                 let selection = Selection::named(&split.simulator, &params)?;
+                let (cfg, exp) = (self.at.cfg, self.at.exp);
                 let response = DetectorResponse {
                     psf: PsfResponse::from_config(cfg, exp, &[]),
                     background: Some(Vec::new()),
@@ -131,8 +127,7 @@ impl Engine {
         impl BackendTask for Task<'_> {
             type Output = ParameterValues;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<ParameterValues> {
-                let At { cfg, exp, values, .. } = self.at;
-                let params = Params::<B>::at(cfg, exp, values, device)?.no_grad();
+                let params = self.at.params::<B>(device)?;
                 let split = LabelSplit::new(self.labels);
                 if let Some(c) = split.response.first() {
                     return Err(Error::Config(format!(
@@ -184,9 +179,8 @@ impl Engine {
         impl BackendTask for Task<'_, '_, '_> {
             type Output = GradcheckReport;
             fn run<B: PixelKernel>(self, device: &B::Device) -> Result<GradcheckReport> {
-                let At { cfg, exp, values, .. } = self.at;
-                let mut sim = Simulator::<Autodiff<B>>::from_experiment(cfg, exp.clone(), device)?;
-                sim.params = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.no_grad();
+                let mut sim = Simulator::<Autodiff<B>>::from_experiment(self.at.cfg, self.at.exp.clone(), device)?;
+                sim.params = self.at.params::<Autodiff<B>>(device)?;
                 gradcheck(&sim, self.loss, self.options)
             }
         }
@@ -200,8 +194,8 @@ fn loss_and_gradient<B: PixelKernel>(
     request: &LossRequest<'_>,
     device: &B::Device,
 ) -> Result<(f64, Vec<f64>)> {
-    let At { cfg, exp, values, opts } = *at;
-    let base = Params::<Autodiff<B>>::at(cfg, exp, values, device)?.no_grad();
+    let base = at.params::<Autodiff<B>>(device)?;
+    let At { cfg, exp, opts, .. } = *at;
     let split = LabelSplit::new(request.labels);
     let selection = Selection::named(&split.simulator, &base)?;
     let mut response = DetectorResponse::from_config(cfg, exp, request.observed)?;

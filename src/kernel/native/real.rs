@@ -2,6 +2,7 @@
 //! or f32.
 
 use crate::base::series::{COS_TAYLOR, SIN_TAYLOR};
+use crate::physics::amorphous::StolLanes;
 use std::f64::consts::PI;
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub};
 
@@ -24,6 +25,7 @@ pub trait Real:
     + Neg<Output = Self>
     + AddAssign
     + MulAssign
+    + StolLanes
     + 'static
 {
     const ZERO: Self;
