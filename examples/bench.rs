@@ -120,6 +120,7 @@ fn simulator<B: PixelKernel>(job: &Job, kernel: bool, device: &B::Device) -> Res
     let sim = Simulator::<Autodiff<B>>::new(&job.cfg, device).map_err(|e| e.to_string())?;
     let options = RenderOptions {
         pixel_kernel: kernel,
+        threads: job.threads,
         ..sim.setup().options.clone()
     };
     Ok(sim.with_options(options))

@@ -16,6 +16,7 @@ use crate::io::stol::{StolTable, StolUnits};
 #[cfg(any(test, feature = "stages"))]
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 pub use single::SingleCubics;
+use std::ops::{Add, Mul};
 
 mod single;
 
@@ -180,12 +181,29 @@ impl IntervalCubic {
         [ya[1], ga - ab * a + abc * a * b, ab - abc * (a + b), abc]
     }
 
-    /// F(s) (electrons) of a cubic in powers of t = s − x[1] (m⁻¹), by Horner's rule.
+    /// F(s) (electrons) of a cubic in powers of t = s − x[1] (m⁻¹).
     #[inline(always)]
     fn horner(&self, s: f64) -> f64 {
-        let (w, t) = (&self.w, s - self.x[1]);
-        ((w[3] * t + w[2]) * t + w[1]) * t + w[0]
+        horner(self.w, s - self.x[1])
     }
+}
+
+/// w0 + t·(w1 + t·(w2 + t·w3)), by Horner's rule (three products), in any precision.
+#[inline(always)]
+pub(crate) fn horner<T: Copy + Add<Output = T> + Mul<Output = T>>(w: [T; 4], t: T) -> T {
+    ((w[3] * t + w[2]) * t + w[1]) * t + w[0]
+}
+
+/// On an evenly spaced table, where sinθ/λ `s` lies against the two points of its grid
+/// place's interval g, at `below` (point g) and `above` (point g + 1): (below point g, at or
+/// above point g + 1). Its interval is g − 1, g + 1 or g. NaN counts as below, so that it ends
+/// at C's first interval.
+#[inline(always)]
+pub(crate) fn beside_place<T: PartialOrd>(s: T, below: T, above: T) -> (bool, bool) {
+    // `!(s >= below)` is true for NaN too
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let back = !(s >= below);
+    (back, s >= above)
 }
 
 /// One bucket of the interval index: the interval at its lower edge, the sinθ/λ of the next
@@ -204,10 +222,11 @@ impl StolCubics {
     pub fn new(curve: &StolCurve) -> Self {
         let last = curve.len() - 3;
         let per_spacing = Self::even_spacing(curve);
+        let even = per_spacing > 0.0;
         // in powers of t: the intervals of an evenly spaced table whose four points are the
         // table's own (interval n spans points n − 1 ..= n + 2; the guards are 0, 1, last + 1
         // and last + 2)
-        let powers = match per_spacing > 0.0 {
+        let powers = match even {
             true => (3, last.saturating_sub(2)),
             false => (1, 0),
         };
@@ -229,7 +248,7 @@ impl StolCubics {
             .collect();
         // the table's own points, between the guards
         let (lo, hi) = (curve.stol[2], curve.stol[last]);
-        let count = match per_spacing > 0.0 {
+        let count = match even {
             true => 0,
             false => Self::BUCKETS_PER_POINT * curve.len(),
         };
@@ -307,8 +326,8 @@ impl StolCubics {
             // x[1] = point g and x[2] = point g + 1 tell apart; NaN ends at C's first interval
             let g = 2 + self.grid_place(s, last);
             let x = &self.cubics[g].x;
-            let below = s < x[1] || s.is_nan();
-            return (g - usize::from(below) + usize::from(s >= x[2])).min(last);
+            let (back, up) = beside_place(s, x[1], x[2]);
+            return (g - usize::from(back) + usize::from(up)).min(last);
         }
         // saturating: below the table (or NaN) bucket 0, above it the last
         let bucket = &self.buckets[(((s - self.lo) * self.per_stol) as usize).min(self.buckets.len() - 1)];
@@ -376,6 +395,8 @@ impl StolCubics {
         let last = self.cubics.len() - 1;
         let mut place = [0usize; L];
         for l in 0..L {
+            // `grid_place` is at most last − 2 already: the `min` spares the reads below their
+            // bounds checks
             place[l] = self.grid_place(s[l], last).min(last - 2) + 2;
         }
         let (mut below, mut above) = ([0.0; L], [0.0; L]);
@@ -385,8 +406,8 @@ impl StolCubics {
         }
         let mut n = [0usize; L];
         for l in 0..L {
-            let back = s[l] < below[l] || s[l].is_nan();
-            n[l] = place[l] - usize::from(back) + usize::from(s[l] >= above[l]);
+            let (back, up) = beside_place(s[l], below[l], above[l]);
+            n[l] = place[l] - usize::from(back) + usize::from(up);
         }
         let (first, end) = (
             n.iter().fold(usize::MAX, |m, &n| m.min(n)),
@@ -396,13 +417,13 @@ impl StolCubics {
         if self.in_powers(first) && self.in_powers(end) {
             let (mut origin, mut w) = ([0.0; L], [[0.0; L]; 4]);
             for l in 0..L {
+                // n ≤ last here (in powers of t): the `min` spares the read its bounds check
                 let c = &self.cubics[n[l].min(last)];
                 origin[l] = c.x[1];
                 (w[0][l], w[1][l], w[2][l], w[3][l]) = (c.w[0], c.w[1], c.w[2], c.w[3]);
             }
             for l in 0..L {
-                let t = s[l] - origin[l];
-                f[l] = ((w[3][l] * t + w[2][l]) * t + w[1][l]) * t + w[0][l];
+                f[l] = horner([w[0][l], w[1][l], w[2][l], w[3][l]], s[l] - origin[l]);
             }
             return f;
         }

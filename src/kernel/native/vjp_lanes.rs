@@ -9,8 +9,10 @@
 //! into each lane's own globals ([`LaneSums::narrow`]).
 //!
 //! A lane's sums are its pixel's, in [`super::vjp`]'s order; only the order of the additions
-//! differs (per lane, then across lanes in lane order), so results agree with the one-pixel
-//! pass to rounding (tested), and the same inputs give the same bits on any thread count.
+//! differs (per lane, then across lanes in lane order; the cotangents of a pixel's first ray,
+//! from its terms and from the cached factors, summed before one push back to the detector),
+//! so results agree with the one-pixel pass to rounding (tested), and the same inputs give the
+//! same bits on any thread count.
 //!
 //! Covered: every configuration without tricubic interpolation (C's fall-back depends on the
 //! pixels' order) and without the `-oversample_*` products (their running products are per
@@ -162,6 +164,9 @@ pub fn pixels_adjoint(
     let g_term: Lanes = each(|l| weight[l] * scale * product[l]);
     sums.add(at::G_I_BG, g_term);
     let mut running = [inp.p.i_bg; PIXEL_LANES];
+    // the first sample's direction cotangent waits for the factors' (the same ray), so the
+    // first ray is pushed back to the detector once
+    let mut g_first = [[0.0; PIXEL_LANES]; 3];
     for t in 0..inp.layers {
         for sub_s in 0..os {
             for sub_f in 0..os {
@@ -175,11 +180,14 @@ pub fn pixels_adjoint(
                 for (si, source) in inp.sources.iter().enumerate() {
                     sample.source_terms(inp, si, source, &g_term, &mut running, sums, grid.as_deref_mut());
                 }
-                push_directions(&inp.p, &inp.sw, sums, &sample.ray, sample.g_d);
+                match (t, sub_s, sub_f) {
+                    (0, 0, 0) => g_first = sample.g_d,
+                    _ => push_directions(&inp.p, &inp.sw, sums, &sample.ray, sample.g_d),
+                }
             }
         }
     }
-    factors.adjoint(inp, &running, &weight, sums);
+    factors.adjoint(inp, &running, &weight, g_first, sums);
 }
 
 /// A sample of every lane, as [`adjoint::ray`] computes it, by axis: its detector coordinates
@@ -272,6 +280,17 @@ fn push_directions(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &Ra
     push_positions(p, sw, sums, ray, g_pos);
 }
 
+/// As [`push_directions`], with `g_r` the cotangent of the ray's length (∂r/∂P = d) added to
+/// the position's: both cotangents of one ray in one push.
+#[inline(always)]
+fn push_ray(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &RayLanes, g_d: [Lanes; 3], g_r: Lanes) {
+    let d = &ray.d;
+    let along: Lanes = each(|l| d[0][l] * g_d[0][l] + d[1][l] * g_d[1][l] + d[2][l] * g_d[2][l]);
+    let inv_r: Lanes = each(|l| 1.0 / ray.r[l]);
+    let g_pos = three!(j => each(|l| (g_d[j][l] + d[j][l] * -along[l]) * inv_r[l] + d[j][l] * g_r[l]));
+    push_positions(p, sw, sums, ray, g_pos);
+}
+
 /// C's cached per-pixel factors (ω, capture fraction, Kahn factor) of every lane: across the
 /// lanes ([`FactorLanes`]), or lane by lane ([`Factors`]) where `-dmin` can drop the first
 /// samples the polarization factor would be taken on.
@@ -279,7 +298,8 @@ fn push_directions(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &Ra
 #[allow(clippy::large_enum_variant)]
 enum PixelFactors {
     Lanes(FactorLanes),
-    OneByOne(Box<[Factors; PIXEL_LANES]>),
+    /// Each lane's factors, and the first samples' rays.
+    OneByOne(Box<[Factors; PIXEL_LANES]>, RayLanes),
 }
 
 impl PixelFactors {
@@ -287,7 +307,7 @@ impl PixelFactors {
     fn of(inp: &Inputs<f64>, slow: usize, fast: &[usize; PIXEL_LANES], first: RayLanes) -> Self {
         match inp.sw.dmin && inp.sw.polar {
             false => Self::Lanes(FactorLanes::of(inp, slow, fast, first)),
-            true => Self::OneByOne(Box::new(std::array::from_fn(|l| factors_at(inp, slow, fast[l])))),
+            true => Self::OneByOne(Box::new(std::array::from_fn(|l| factors_at(inp, slow, fast[l]))), first),
         }
     }
 
@@ -296,19 +316,21 @@ impl PixelFactors {
     fn product(&self) -> Lanes {
         match self {
             Self::Lanes(f) => each(|l| f.omega[l] * f.polar[l] * f.capture[l]),
-            Self::OneByOne(f) => each(|l| f[l].omega * f[l].polar * f[l].capture),
+            Self::OneByOne(f, _) => each(|l| f[l].omega * f[l].polar * f[l].capture),
         }
     }
 
-    /// The factors' adjoints, once each lane's running sum `total` is known.
+    /// The factors' adjoints, once each lane's running sum `total` is known, and the first
+    /// sample's direction cotangent `g_first` pushed back to the detector.
     #[inline(always)]
-    fn adjoint(&self, inp: &Inputs<f64>, total: &Lanes, weight: &Lanes, sums: &mut LaneSums) {
+    fn adjoint(&self, inp: &Inputs<f64>, total: &Lanes, weight: &Lanes, g_first: [Lanes; 3], sums: &mut LaneSums) {
         match self {
-            Self::Lanes(f) => f.adjoint(inp, total, weight, sums),
-            Self::OneByOne(f) => {
+            Self::Lanes(f) => f.adjoint(inp, total, weight, g_first, sums),
+            Self::OneByOne(f, first) => {
                 for l in 0..PIXEL_LANES {
                     factor_adjoints(inp, &f[l], total[l], weight[l], &mut sums.narrow[l]);
                 }
+                push_directions(&inp.p, &inp.sw, sums, first, g_first);
             }
         }
     }
@@ -353,9 +375,11 @@ impl FactorLanes {
         out
     }
 
-    /// As [`factor_adjoints`], across the lanes.
+    /// As [`factor_adjoints`], across the lanes, with the first samples' direction cotangent
+    /// `g_first`: the cotangents of the first rays (the terms', ω's, the Kahn factor's and, in a
+    /// single layer, the capture fraction's) are pushed back to the detector together.
     #[inline(always)]
-    fn adjoint(&self, inp: &Inputs<f64>, total: &Lanes, weight: &Lanes, sums: &mut LaneSums) {
+    fn adjoint(&self, inp: &Inputs<f64>, total: &Lanes, weight: &Lanes, g_first: [Lanes; 3], sums: &mut LaneSums) {
         let (sw, p) = (&inp.sw, &inp.p);
         let (omega, capture, polar) = (&self.omega, &self.capture, &self.polar);
         sums.add(
@@ -364,17 +388,10 @@ impl FactorLanes {
         );
         let g: Lanes = each(|l| weight[l] * inp.scales[0] * total[l]);
         let (first, last) = (&self.first, &self.last);
+        let mut g_first = g_first;
         let omega_partials: [(f64, f64); PIXEL_LANES] =
             across!(l => adjoint::solid_angle_partials(p, sw.point_pixel, first.r[l], g[l] * polar[l] * capture[l]));
         sums.add(at::G_CLOSE_DISTANCE, each(|l| omega_partials[l].0));
-        // ∂r/∂P = d
-        push_positions(
-            p,
-            sw,
-            sums,
-            first,
-            three!(j => each(|l| first.d[j][l] * omega_partials[l].1)),
-        );
         if sw.sensor {
             let layer = (inp.layers - 1) as f64;
             let g_parallax: Lanes =
@@ -382,15 +399,20 @@ impl FactorLanes {
             for j in 0..3 {
                 sums.add(at::G_ODET_COL + j, each(|l| last.d[j][l] * g_parallax[l]));
             }
-            push_directions(p, sw, sums, last, three!(j => each(|l| p.odet[j] * g_parallax[l])));
+            let g_last = three!(j => each(|l| p.odet[j] * g_parallax[l]));
+            match inp.layers {
+                1 => g_first = three!(j => each(|l| g_first[j][l] + g_last[j][l])),
+                _ => push_directions(p, sw, sums, last, g_last),
+            }
         }
         if sw.polar {
             let source = &inp.sources[0];
             let kahn: [(f64, V3<f64>); PIXEL_LANES] =
                 across!(l => adjoint::kahn_partials(p.kahn, source, first.d(l), g[l] * omega[l] * capture[l]));
             sums.add(at::G_KAHN, each(|l| kahn[l].0));
-            push_directions(p, sw, sums, first, three!(j => each(|l| kahn[l].1[j])));
+            g_first = three!(j => each(|l| g_first[j][l] + kahn[l].1[j]));
         }
+        push_ray(p, sw, sums, first, g_first, each(|l| omega_partials[l].1));
     }
 }
 

@@ -1,6 +1,8 @@
 //! [`SingleCubics`]: an evenly spaced `.stol` table's interior in f32, so that the f32 lanes
 //! look F up and evaluate its cubic without widening to f64.
 
+use super::{beside_place, horner};
+
 /// The cubics in powers of t of an evenly spaced table (`StolCubics`) rounded to f32, with
 /// the even grid. Built only where the table fits f32 with room to spare: its points lie
 /// within 0.01 of a spacing of their f64 values, s's place on the grid is computed to 0.01 of
@@ -99,13 +101,14 @@ impl SingleCubics {
         }
         let (mut below, mut above) = ([0.0f32; L], [0.0f32; L]);
         for l in 0..L {
+            // the place is at most last − 2 already: the `min` spares the read its bounds check
             let c = &self.cubics[(place[l] as usize).min(last - 2) + 2];
             (below[l], above[l]) = (c.x1, c.x2);
         }
         let mut n = [0u32; L];
         for l in 0..L {
-            let back = s[l] < below[l] || s[l].is_nan();
-            n[l] = place[l] + 2 - u32::from(back) + u32::from(s[l] >= above[l]);
+            let (back, up) = beside_place(s[l], below[l], above[l]);
+            n[l] = place[l] + 2 - u32::from(back) + u32::from(up);
         }
         let (first, end) = (
             n.iter().fold(u32::MAX, |m, &n| m.min(n)),
@@ -117,14 +120,14 @@ impl SingleCubics {
         }
         let (mut origin, mut w) = ([0.0f32; L], [[0.0f32; L]; 4]);
         for l in 0..L {
+            // n ≤ last here (in powers of t): the `min` spares the read its bounds check
             let c = &self.cubics[(n[l] as usize).min(last)];
             origin[l] = c.x1;
             (w[0][l], w[1][l], w[2][l], w[3][l]) = (c.w[0], c.w[1], c.w[2], c.w[3]);
         }
         let mut f = [0.0f32; L];
         for l in 0..L {
-            let t = s[l] - origin[l];
-            f[l] = ((w[3][l] * t + w[2][l]) * t + w[1][l]) * t + w[0][l];
+            f[l] = horner([w[0][l], w[1][l], w[2][l], w[3][l]], s[l] - origin[l]);
         }
         Ok(f)
     }
