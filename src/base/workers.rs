@@ -76,19 +76,43 @@ pub fn on_host<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     if rayon::current_thread_index().is_some() {
         return work();
     }
-    HOST.with(|host| {
-        let pool = host.get_or_init(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .thread_name(|_| "nanobragg-host".into())
-                .build()
-                .ok()
-        });
-        match pool {
-            Some(pool) => pool.install(work),
-            None => work(),
-        }
+    HOST.with(|host| match host_pool(host) {
+        Some(pool) => pool.install(work),
+        None => work(),
     })
+}
+
+/// `host_work`'s result, computed as [`on_host`] computes it, and `here`'s, computed meanwhile
+/// on the calling thread: a scene graph built on the host thread while the workers take the
+/// chunks (the calling thread only waits for them). Inside a pool, or where the host thread
+/// could not be started, one after the other on the calling thread.
+pub fn on_host_beside<T: Send, U>(host_work: impl FnOnce() -> T + Send, here: impl FnOnce() -> U) -> (T, U) {
+    if rayon::current_thread_index().is_some() {
+        return (host_work(), here());
+    }
+    HOST.with(|host| match host_pool(host) {
+        Some(pool) => {
+            let mut hosted = None;
+            let beside = pool.in_place_scope(|s| {
+                s.spawn(|_| hosted = Some(host_work()));
+                here()
+            });
+            (hosted.expect("the scope waits for the host's work"), beside)
+        }
+        None => (host_work(), here()),
+    })
+}
+
+/// The calling thread's host thread, started at the first call (`None` where it could not be).
+fn host_pool(host: &std::cell::OnceCell<Option<rayon::ThreadPool>>) -> Option<&rayon::ThreadPool> {
+    host.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "nanobragg-host".into())
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
 
 /// Process-wide settings for the CPU engine, applied once (by [`crate::base::workers::run`]):

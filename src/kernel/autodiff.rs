@@ -5,13 +5,14 @@
 //!   host in f64 (whatever the CPU device's default dtype) and the inner backend's kernel or
 //!   native loop renders it ([`super::images_at`]). The device
 //!   runs the kernel alone: no graph from the parameters to the scene is built there.
-//! * **Backward:** w = ∂L/∂I stays on the device. The scene graph is built again from the
-//!   values on `Autodiff<NdArray<f64>>` in f64; the inner backend's vector–Jacobian product
-//!   ([`PixelKernel::job_vjp`]: the adjoint kernels on a GPU, [`super::adjoint`] and
-//!   [`super::scatter`]; the native loop's reverse pass on the CPU, [`super::native::vjp`])
-//!   gives g_z = Σ_p w_p·∂I_p/∂z for the scene's variables z (and, where the
-//!   structure-factor grid's values are parameters, their gradient), and (∂z/∂θ)ᵀ·g_z follows
-//!   over the small scene graph on the host. Where the kernels do not cover the image ([`super::vjp::kernel_covers`]),
+//! * **Backward:** w = ∂L/∂I stays on the device. The inner backend's vector–Jacobian product
+//!   of the forward pass's job ([`PixelKernel::job_vjp`]: the adjoint kernels on a GPU,
+//!   [`super::adjoint`] and [`super::scatter`]; the native loop's reverse pass on the CPU,
+//!   [`super::native::vjp`]) gives g_z = Σ_p w_p·∂I_p/∂z for the scene's variables z (and,
+//!   where the structure-factor grid's values are parameters, their gradient). Meanwhile the
+//!   host thread builds the scene graph again from the values on `Autodiff<NdArray<f64>>` in
+//!   f64, and (∂z/∂θ)ᵀ·g_z follows over it. (Where the forward pass's jobs were too large to
+//!   keep, [`KEPT_JOBS_SHARE`], the job is made again from that graph first.) Where the kernels do not cover the image ([`super::vjp::kernel_covers`]),
 //!   w is read back and the tensor stages take the product on the host over the worker pool
 //!   ([`scene_graph_vjp`]), in the CPU device's float dtype (f64 unless the process renders in
 //!   f32). Each parameter's gradient is registered
@@ -25,8 +26,9 @@
 //! the vendored burn-autodiff runs no step under a lock (`vendor/README.md`).
 
 use super::backend::PixelKernel;
+use super::job::PixelJob;
 use super::launch::images_at;
-use super::vjp::KernelScene;
+use super::vjp::{grid_is_parameter, kernel_covers, row_incidents, KernelScene, SceneVariables};
 use crate::base::error::Result;
 use crate::diff::host::{f64_options, Host};
 use crate::gradients::{scene_graph_vjp, ParamGradient};
@@ -47,6 +49,12 @@ use std::sync::Arc;
 
 /// The parameter slots, in [`PARAMETERS`] order: the parents of each image's operation.
 const SLOTS: usize = PARAMETERS.len();
+
+/// The images of one [`render_params`] keep their forward-pass jobs (their scenes,
+/// structure-factor grids and masks) for their backward steps where the jobs take at most this
+/// share of the memory budget (`RenderOptions::memory_budget`, the smallest of the images');
+/// beyond it each backward step makes its job again.
+pub const KEPT_JOBS_SHARE: usize = 4;
 
 /// Parameter values by name, as [`Params::values`] lists them.
 type Values = Vec<(&'static str, Vec<f64>)>;
@@ -78,7 +86,13 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
         t.into_primitive().tensor().node
     });
     let values = Arc::new(values);
-    let on_graph = |(image, (pixels, switch_pixel)): (usize, (Tensor<B, 2>, i32))| {
+    let budget = scenes
+        .images()
+        .iter()
+        .map(|(setup, _)| setup.options.memory_budget)
+        .min();
+    let keep = images.iter().map(|(_, job)| job.bytes()).sum::<usize>() <= budget.unwrap_or(0) / KEPT_JOBS_SHARE;
+    let on_graph = |(image, ((pixels, switch_pixel), job)): (usize, ((Tensor<B, 2>, i32), PixelJob))| {
         let pixels = pixels.into_primitive().tensor();
         let step = ParamsBackward::<S, C>(PhantomData);
         let out = match <ParamsBackward<S, C> as Backward<B, SLOTS>>::prepare::<C>(step, parents.clone())
@@ -91,6 +105,7 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
                     values: values.clone(),
                     image,
                     switch_pixel,
+                    job: keep.then(|| Arc::new(job)),
                     present,
                 },
                 pixels,
@@ -108,14 +123,16 @@ struct ParamsBackward<S, C>(PhantomData<fn() -> (S, C)>);
 
 /// What the backward step differentiates: the image `image` of `scenes` at the parameter
 /// `values`, whose render switched to nearest neighbour after `switch_pixel` (C's tricubic
-/// fall-back, `i32::MAX`: never); `present[k]`: whether slot k of [`PARAMETERS`] is a
-/// parameter of the simulator.
+/// fall-back, `i32::MAX`: never), `job` the render's job where it was kept
+/// ([`KEPT_JOBS_SHARE`]); `present[k]`: whether slot k of [`PARAMETERS`] is a parameter of the
+/// simulator.
 #[derive(Debug)]
 struct ImageVjp<S> {
     scenes: Arc<S>,
     values: Arc<Values>,
     image: usize,
     switch_pixel: i32,
+    job: Option<Arc<PixelJob>>,
     present: [bool; SLOTS],
 }
 
@@ -124,6 +141,7 @@ impl<S> Clone for ImageVjp<S> {
         Self {
             scenes: self.scenes.clone(),
             values: self.values.clone(),
+            job: self.job.clone(),
             ..*self
         }
     }
@@ -206,6 +224,9 @@ impl<S: Scenes> ImageVjp<S> {
     /// the small scene graph on the host, in f64 whatever the CPU device's default dtype; `None`
     /// where the kernels do not cover the image ([`super::vjp::kernel_covers`]).
     fn kernel_gradients<B: PixelKernel>(&self, w: Tensor<B, 2>) -> Result<Option<Vec<ParamGradient>>> {
+        if let Some(job) = &self.job {
+            return self.kept_job_gradients(job, w);
+        }
         let (setup, host) = self.scenes.images()[self.image];
         // the small scene graph where burn-ndarray's operations run in place
         let (params, scene) = crate::base::workers::on_host(|| {
@@ -223,6 +244,44 @@ impl<S: Scenes> ImageVjp<S> {
             }
             None => Ok(None),
         }
+    }
+}
+
+impl<S: Scenes> ImageVjp<S> {
+    /// [`Self::kernel_gradients`] from the forward pass's `job` (its fall-back pixel set): its
+    /// vector–Jacobian product on the calling thread (the workers' chunks, or the device's
+    /// launches) while the host thread builds the scene graph.
+    fn kept_job_gradients<B: PixelKernel>(
+        &self,
+        job: &PixelJob,
+        w: Tensor<B, 2>,
+    ) -> Result<Option<Vec<ParamGradient>>> {
+        if !kernel_covers(job) {
+            return Ok(None);
+        }
+        let (setup, _) = self.scenes.images()[self.image];
+        let grid_parameter = PARAMETERS
+            .iter()
+            .zip(self.present)
+            .any(|((name, _), p)| p && *name == "structure_factors");
+        let grid = grid_is_parameter(grid_parameter, job);
+        let device = w.device();
+        let opts = backward_options(setup);
+        let (graph, sums) = crate::base::workers::on_host_beside(
+            || {
+                let params = Params::<Autodiff<Host>>::from_values(&self.values, f64_options())?;
+                let graph = self.scenes.scene(&params, self.image);
+                Ok::<_, crate::base::error::Error>((SceneVariables::new(graph), params))
+            },
+            || B::job_vjp(job, &setup.exp, w, grid, &opts, &device),
+        );
+        let (variables, params) = graph?;
+        let Some(out) = sums? else {
+            return Ok(None);
+        };
+        variables
+            .gradients(&setup.exp, &params, out, &row_incidents(job))
+            .map(Some)
     }
 }
 

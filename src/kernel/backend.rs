@@ -173,11 +173,11 @@ pub trait PixelKernel: Backend {
 
     /// The image `[spixels, fpixels]` (photons) of the one-shot `job` of `exp` on `device`,
     /// untracked, and the pixel after which it switched to nearest neighbour
-    /// ([`PixelJob::switch_pixel`]): by the kernel (f32), or the native loop in the backend's
-    /// precision on `opts.threads` workers. `None` where this backend renders no jobs or the
-    /// launch does not fit.
+    /// ([`PixelJob::switch_pixel`], also set in `job` for its adjoint): by the kernel (f32), or
+    /// the native loop in the backend's precision on `opts.threads` workers. `None` where this
+    /// backend renders no jobs or the launch does not fit.
     fn render_job(
-        job: PixelJob,
+        job: &mut PixelJob,
         exp: &Experiment,
         opts: &RenderOptions,
         device: &Self::Device,

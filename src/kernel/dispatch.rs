@@ -66,7 +66,7 @@ pub(crate) fn derivative_images<B: PixelKernel>(
 macro_rules! cube_jobs {
     () => {
         fn render_job(
-            job: $crate::kernel::job::PixelJob,
+            job: &mut $crate::kernel::job::PixelJob,
             exp: &$crate::experiment::Experiment,
             _: &$crate::render::RenderOptions,
             device: &Self::Device,

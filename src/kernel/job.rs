@@ -156,6 +156,19 @@ impl PixelJob {
     pub fn switch_pixel(&self) -> i32 {
         self.counts[at::SWITCH_PIXEL]
     }
+
+    /// The bytes its arrays hold (the structure-factor grid and the mask most of them).
+    pub fn bytes(&self) -> usize {
+        let floats = [
+            &self.params,
+            &self.sources,
+            &self.orientations,
+            &self.scales,
+            &self.hkl,
+            &self.mask,
+        ];
+        floats.iter().map(|v| v.len() * 8).sum::<usize>() + self.counts.len() * 4
+    }
 }
 
 /// The scalar parameters, `[PARAMS]`.

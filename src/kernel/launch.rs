@@ -45,8 +45,8 @@ pub fn runs_on<B: PixelKernel>(exp: &Experiment, shots: usize) -> bool {
 
 /// The images `[spixels, fpixels]` (photons) of `scenes` at the parameter `values` (as
 /// [`Params::values`] lists them), each with its job's tricubic switch pixel
-/// ([`PixelJob::switch_pixel`]), rendered by the kernel or the native loop
-/// ([`PixelKernel::render_job`]) and left on `device`, untracked: the scenes are evaluated on
+/// ([`PixelJob::switch_pixel`]) and the job itself (the switch set), rendered by the kernel or
+/// the native loop ([`PixelKernel::render_job`]) and left on `device`, untracked: the scenes are evaluated on
 /// the host in f64 ([`Host`], whatever the CPU device's default dtype) and packed, so the
 /// device runs the kernel launches alone. `None` where `B` renders no jobs, an image's options
 /// do not ask for it (`RenderOptions::pixel_kernel`) or a launch does not fit (the caller then
@@ -55,7 +55,7 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     scenes: &S,
     values: &[(&'static str, Vec<f64>)],
     device: &B::Device,
-) -> Result<Option<Vec<KernelImage<B>>>> {
+) -> Result<Option<Vec<(KernelImage<B>, PixelJob)>>> {
     let images = scenes.images();
     if !B::renders_jobs() || !images.iter().all(|(setup, _)| setup.options.pixel_kernel) {
         return Ok(None);
@@ -73,22 +73,23 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     images
         .iter()
         .zip(jobs)
-        .map(|((setup, _), job)| {
+        .map(|((setup, _), mut job)| {
             // the native loop on the simulator's worker count, as the backward pass
             let opts = RenderOptions {
                 progress: None,
                 ..setup.options.clone()
             };
-            B::render_job(job, &setup.exp, &opts, device)
+            let image = B::render_job(&mut job, &setup.exp, &opts, device)?;
+            Ok(image.map(|image| (image, job)))
         })
         .collect::<Result<Option<Vec<_>>>>()
 }
 
 /// The image `[spixels, fpixels]` of a one-shot job, left on the device (C's tricubic
 /// fall-back included), and the pixel after which it switched to nearest neighbour
-/// ([`PixelJob::switch_pixel`]).
-pub fn job_image<B: PixelKernel>(mut job: PixelJob, exp: &Experiment, device: &B::Device) -> Result<KernelImage<B>> {
-    let (out, _) = launch_with_fall_back::<B>(&mut job, exp, device)?;
+/// ([`PixelJob::switch_pixel`], also set in `job`).
+pub fn job_image<B: PixelKernel>(job: &mut PixelJob, exp: &Experiment, device: &B::Device) -> Result<KernelImage<B>> {
+    let (out, _) = launch_with_fall_back::<B>(job, exp, device)?;
     let d = &exp.detector;
     Ok((out.image.reshape([d.spixels, d.fpixels]), job.switch_pixel()))
 }
@@ -255,7 +256,7 @@ fn statistics(exp: &Experiment, rows: &[&[f32]], first_max: &[i64]) -> Statistic
 
 /// [`PixelKernel::render_job`] on a cube backend: one launch where it fits.
 pub(crate) fn cube_render_job<B: PixelKernel>(
-    job: PixelJob,
+    job: &mut PixelJob,
     exp: &Experiment,
     device: &B::Device,
 ) -> Result<Option<KernelImage<B>>> {
@@ -287,5 +288,5 @@ pub(crate) fn render_params<B: PixelKernel, S: Scenes>(
         return Ok(None);
     }
     let images = images_at::<B, S>(&**scenes, &params.values()?, &params.cell.val().device())?;
-    Ok(images.map(|images| images.into_iter().map(|(image, _)| image).collect()))
+    Ok(images.map(|images| images.into_iter().map(|((image, _), _)| image).collect()))
 }

@@ -128,18 +128,19 @@ where
 
     /// The native loop in the backend's precision `E`, its image not rounded to f32.
     fn render_job(
-        job: PixelJob,
+        job: &mut PixelJob,
         exp: &Experiment,
         opts: &RenderOptions,
         device: &Self::Device,
     ) -> Result<Option<KernelImage<Self>>> {
-        let (photons, switch) = super::native::job_photons::<E>(&job, opts)?;
+        let (photons, switch) = super::native::job_photons::<E>(job, opts)?;
         // in the backend's precision here, in one pass (burn's element-by-element dtype
         // conversion is far slower)
         let photons: Vec<E> = photons.into_iter().map(E::of).collect();
         let d = &exp.detector;
         let image = Tensor::from_data(TensorData::new(photons, [d.spixels, d.fpixels]), device);
         let switch = switch.map_or(i32::MAX, |p| i32::try_from(p).unwrap_or(i32::MAX));
+        job.switch_to_nearest_after(switch);
         Ok(Some((image, switch)))
     }
 

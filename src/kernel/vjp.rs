@@ -229,7 +229,7 @@ fn orientation_gradients(rows: &[f64], incidents: &[[f64; 3]]) -> (Vec<f64>, Vec
 
 /// The incident direction (unit, as the kernel reads it in f32) of each orientation row's
 /// source.
-fn row_incidents(job: &PixelJob) -> Vec<[f64; 3]> {
+pub(crate) fn row_incidents(job: &PixelJob) -> Vec<[f64; 3]> {
     let c = job.counts[at::PER_SHOT] as usize;
     let per_source = c / job.counts[at::SOURCES].max(1) as usize;
     (0..c)
@@ -264,11 +264,45 @@ fn host_ready<B: PixelKernel>(exp: &Experiment) -> bool {
     B::renders_jobs() && fits
 }
 
-/// A scene graph on the host as the adjoint kernels take it: its variables z (on the graph
-/// over the parameters), its values detached, and the kernels' job at those values.
-pub(crate) struct KernelScene {
+/// A scene graph's variables z (on the graph over the parameters) and their values detached:
+/// what turns the sums of a job's vector–Jacobian product into the parameters' gradients.
+pub(crate) struct SceneVariables {
     z: Vec<Tensor<Autodiff<Host>, 1>>,
     base: SceneTensors<Autodiff<Host>>,
+}
+
+impl SceneVariables {
+    /// The variables of the scene `graph`.
+    pub(crate) fn new(graph: SceneTensors<Autodiff<Host>>) -> Self {
+        let z = graph.variables();
+        let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
+        Self { z, base }
+    }
+
+    /// Σ_p w_p·∂I_p/∂θ for every parameter of `params` (the graph's) from `out`, the
+    /// vector–Jacobian product of the graph's job (`incidents`: its rows' incident directions,
+    /// [`row_incidents`]): (∂z/∂θ)ᵀ·g_z, on the host thread where burn-ndarray's operations run
+    /// in place.
+    pub(crate) fn gradients(
+        self,
+        exp: &Experiment,
+        params: &Params<Autodiff<Host>>,
+        out: JobSums,
+        incidents: &[[f64; 3]],
+    ) -> Result<Vec<ParamGradient>> {
+        let cpu = NdArrayDevice::Cpu;
+        let (base, z) = (&self.base, self.z);
+        crate::base::workers::on_host(|| {
+            let g = scene_variable_gradients(exp, base, &out.sums, incidents, out.grid, &cpu)?;
+            scene_to_params(params, z, g, &cpu)
+        })
+    }
+}
+
+/// A scene graph on the host as the adjoint kernels take it: its variables and the kernels'
+/// job at their values.
+pub(crate) struct KernelScene {
+    variables: SceneVariables,
     pub job: PixelJob,
     /// Whether the structure-factor grid's values are parameters (the scatter kernel's).
     grid: bool,
@@ -285,14 +319,12 @@ impl KernelScene {
         params: &Params<Autodiff<Host>>,
         graph: SceneTensors<Autodiff<Host>>,
     ) -> Result<Option<Self>> {
-        let z = graph.variables();
-        let base = graph.with_variables(z.iter().map(|t| t.clone().detach()).collect());
-        let job = PixelJob::of_scene_tensors(exp, host, &base)?;
-        let grid = params.structure_factors.is_some() && (job.switches.nearest || job.switches.tricubic);
+        let variables = SceneVariables::new(graph);
+        let job = PixelJob::of_scene_tensors(exp, host, &variables.base)?;
+        let grid = grid_is_parameter(params.structure_factors.is_some(), &job);
         let covered = kernel_covers(&job);
         Ok(covered.then_some(Self {
-            z,
-            base,
+            variables,
             job,
             grid,
             fall_back_known: false,
@@ -320,15 +352,15 @@ impl KernelScene {
         let Some(out) = B::job_vjp(&self.job, exp, w, self.grid, opts, device)? else {
             return Ok(None);
         };
-        let cpu = NdArrayDevice::Cpu;
         let incidents = row_incidents(&self.job);
-        let (base, z) = (&self.base, self.z);
-        // (∂z/∂θ)ᵀ·g_z over the small scene graph where burn-ndarray's operations run in place
-        crate::base::workers::on_host(|| {
-            let g = scene_variable_gradients(exp, base, &out.sums, &incidents, out.grid, &cpu)?;
-            scene_to_params(params, z, g, &cpu).map(Some)
-        })
+        self.variables.gradients(exp, params, out, &incidents).map(Some)
     }
+}
+
+/// Whether the vector–Jacobian product of `job` takes the structure-factor grid's gradient:
+/// where the grid's values are parameters (`parameter`) and the job reads the grid.
+pub(crate) fn grid_is_parameter(parameter: bool, job: &PixelJob) -> bool {
+    parameter && (job.switches.nearest || job.switches.tricubic)
 }
 
 /// The image of `exp` and the derivative images `names` ([`crate::gradients::derivative::DERIVATIVES`],

@@ -202,8 +202,9 @@ fn weighted_sum(image: Tensor<Cpu, 2>) -> Tensor<Cpu, 1> {
 }
 
 /// A `Simulator`'s gradients on burn-ndarray: its backward pass by the native reverse pass (the
-/// default) equals the tensor stages' product (`adjoint_kernel` off) and a render by the
-/// tensor stages on the caller's graph (`pixel_kernel` off).
+/// default) equals the tensor stages' product (`adjoint_kernel` off), a render by the
+/// tensor stages on the caller's graph (`pixel_kernel` off) and the native pass on a job made
+/// again from the scene graph (a memory budget too small to keep the forward pass's job).
 #[test]
 fn simulator_backward_by_the_native_pass_equals_the_tensor_stages() {
     let dir = tempfile::tempdir().unwrap();
@@ -224,12 +225,20 @@ fn simulator_backward_by_the_native_pass_equals_the_tensor_stages() {
         });
         let stages = gradients(RenderOptions {
             pixel_kernel: false,
+            ..base.clone()
+        });
+        let job_again = gradients(RenderOptions {
+            memory_budget: 1,
             ..base
         });
         assert_eq!(native.len(), stages.len());
+        assert_eq!(native.len(), job_again.len());
         for ((n, a), ((_, b), (_, c))) in native.iter().zip(stages_backward.iter().zip(&stages)) {
             assert_close(&format!("{flags}: ∂L/∂{n} (stages' backward)"), a, b, TOLERANCE);
             assert_close(&format!("{flags}: ∂L/∂{n} (stages)"), a, c, TOLERANCE);
+        }
+        for ((n, a), (_, d)) in native.iter().zip(&job_again) {
+            assert_close(&format!("{flags}: ∂L/∂{n} (job made again)"), a, d, TOLERANCE);
         }
     }
 }
