@@ -27,7 +27,7 @@
 
 use super::backend::PixelKernel;
 use super::job::PixelJob;
-use super::launch::images_at;
+use super::launch::{images_at, RenderedJob};
 use super::vjp::{grid_is_parameter, kernel_covers, row_incidents, KernelScene, SceneVariables};
 use crate::base::error::Result;
 use crate::diff::host::{f64_options, Host};
@@ -92,7 +92,7 @@ pub fn render_params<B: PixelKernel, C: CheckpointStrategy, S: Scenes>(
         .map(|(setup, _)| setup.options.memory_budget)
         .min();
     let keep = images.iter().map(|(_, job)| job.bytes()).sum::<usize>() <= budget.unwrap_or(0) / KEPT_JOBS_SHARE;
-    let on_graph = |(image, ((pixels, switch_pixel), job)): (usize, ((Tensor<B, 2>, i32), PixelJob))| {
+    let on_graph = |(image, ((pixels, switch_pixel), job)): (usize, RenderedJob<B>)| {
         let pixels = pixels.into_primitive().tensor();
         let step = ParamsBackward::<S, C>(PhantomData);
         let out = match <ParamsBackward<S, C> as Backward<B, SLOTS>>::prepare::<C>(step, parents.clone())

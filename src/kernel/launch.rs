@@ -43,6 +43,9 @@ pub fn runs_on<B: PixelKernel>(exp: &Experiment, shots: usize) -> bool {
     B::has_pixel_kernel() && fits
 }
 
+/// A job's image, left on the device, with the job (its tricubic switch pixel set).
+pub type RenderedJob<B> = (KernelImage<B>, PixelJob);
+
 /// The images `[spixels, fpixels]` (photons) of `scenes` at the parameter `values` (as
 /// [`Params::values`] lists them), each with its job's tricubic switch pixel
 /// ([`PixelJob::switch_pixel`]) and the job itself (the switch set), rendered by the kernel or
@@ -55,7 +58,7 @@ pub fn images_at<B: PixelKernel, S: Scenes>(
     scenes: &S,
     values: &[(&'static str, Vec<f64>)],
     device: &B::Device,
-) -> Result<Option<Vec<(KernelImage<B>, PixelJob)>>> {
+) -> Result<Option<Vec<RenderedJob<B>>>> {
     let images = scenes.images();
     if !B::renders_jobs() || !images.iter().all(|(setup, _)| setup.options.pixel_kernel) {
         return Ok(None);
