@@ -245,9 +245,7 @@ impl<S: Scenes> ImageVjp<S> {
             None => Ok(None),
         }
     }
-}
 
-impl<S: Scenes> ImageVjp<S> {
     /// [`Self::kernel_gradients`] from the forward pass's `job` (its fall-back pixel set): its
     /// vector–Jacobian product on the calling thread (the workers' chunks, or the device's
     /// launches) while the host thread builds the scene graph.

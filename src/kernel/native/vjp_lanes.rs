@@ -273,11 +273,7 @@ fn push_positions(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &Ray
 /// [`adjoint::push_direction`].
 #[inline(always)]
 fn push_directions(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &RayLanes, g_d: [Lanes; 3]) {
-    let d = &ray.d;
-    let along: Lanes = each(|l| d[0][l] * g_d[0][l] + d[1][l] * g_d[1][l] + d[2][l] * g_d[2][l]);
-    let inv_r: Lanes = each(|l| 1.0 / ray.r[l]);
-    let g_pos = three!(j => each(|l| (g_d[j][l] + d[j][l] * -along[l]) * inv_r[l]));
-    push_positions(p, sw, sums, ray, g_pos);
+    push_positions(p, sw, sums, ray, direction_to_position(ray, g_d));
 }
 
 /// As [`push_directions`], with `g_r` the cotangent of the ray's length (∂r/∂P = d) added to
@@ -285,10 +281,19 @@ fn push_directions(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &Ra
 #[inline(always)]
 fn push_ray(p: &Params<f64>, sw: &Switches, sums: &mut LaneSums, ray: &RayLanes, g_d: [Lanes; 3], g_r: Lanes) {
     let d = &ray.d;
+    let g_pos = direction_to_position(ray, g_d);
+    let g_pos = three!(j => each(|l| g_pos[j][l] + d[j][l] * g_r[l]));
+    push_positions(p, sw, sums, ray, g_pos);
+}
+
+/// Every lane's cotangent of its ray's position from that of its direction d = P/r:
+/// (g_d − d·(d·g_d))/r.
+#[inline(always)]
+fn direction_to_position(ray: &RayLanes, g_d: [Lanes; 3]) -> [Lanes; 3] {
+    let d = &ray.d;
     let along: Lanes = each(|l| d[0][l] * g_d[0][l] + d[1][l] * g_d[1][l] + d[2][l] * g_d[2][l]);
     let inv_r: Lanes = each(|l| 1.0 / ray.r[l]);
-    let g_pos = three!(j => each(|l| (g_d[j][l] + d[j][l] * -along[l]) * inv_r[l] + d[j][l] * g_r[l]));
-    push_positions(p, sw, sums, ray, g_pos);
+    three!(j => each(|l| (g_d[j][l] + d[j][l] * -along[l]) * inv_r[l]))
 }
 
 /// C's cached per-pixel factors (ω, capture fraction, Kahn factor) of every lane: across the
