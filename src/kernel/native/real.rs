@@ -96,6 +96,22 @@ pub fn is_whole(x: f64) -> bool {
     x.abs() < 9.0e15 && x == x as i64 as f64
 }
 
+/// x rounded to a whole number (to nearest, ties to even) where |x| is below `exact`, the
+/// type's last fraction bit: x ± exact (the sign of x) has no fraction bits left, so the add
+/// rounds x and the subtraction takes exact back off, both exactly. Above it every float is
+/// whole, and infinities and NaN pass through.
+macro_rules! nearest_whole {
+    ($x:expr, $exact:expr) => {{
+        let x = $x;
+        let shift = <Self>::copysign($exact, x);
+        if x.abs() < $exact {
+            (x + shift) - shift
+        } else {
+            x
+        }
+    }};
+}
+
 macro_rules! real {
     ($t:ty, $sin_pi:expr, $cos_pi:expr, $exact:expr) => {
         impl Real for $t {
@@ -117,35 +133,28 @@ macro_rules! real {
             fn exp(self) -> Self {
                 <$t>::exp(self)
             }
-            /// ⌈x⌉ through an integer conversion where |x| is below the type's last
-            /// fraction bit (above it every float is whole): x86-64's baseline (SSE2) has no
-            /// rounding instruction, and the libm call costs more than the conversion.
-            /// Equal to `ceil` except for the sign of a zero result.
+            /// ⌈x⌉ without a rounding instruction or a conversion: `nearest_whole!`, raised by
+            /// one where it lies below x. x86-64's baseline (SSE2) has no rounding instruction,
+            /// and without AVX-512DQ no vector conversion to a 64-bit integer: these adds,
+            /// compares and selects stay in the callers' vector registers. Equal to `ceil`
+            /// except for the sign of a zero result.
             #[inline(always)]
             fn ceil(self) -> Self {
-                if self.abs() < $exact {
-                    let whole = self as i64 as $t;
-                    if whole < self {
-                        whole + 1.0
-                    } else {
-                        whole
-                    }
+                let r = nearest_whole!(self, $exact);
+                if r < self {
+                    r + 1.0
                 } else {
-                    self
+                    r
                 }
             }
             /// ⌊x⌋, as [`Real::ceil`].
             #[inline(always)]
             fn floor(self) -> Self {
-                if self.abs() < $exact {
-                    let whole = self as i64 as $t;
-                    if whole > self {
-                        whole - 1.0
-                    } else {
-                        whole
-                    }
+                let r = nearest_whole!(self, $exact);
+                if r > self {
+                    r - 1.0
                 } else {
-                    self
+                    r
                 }
             }
             #[inline(always)]
@@ -198,7 +207,7 @@ mod tests {
         assert!((0.5f64.sin_pi() - 1.0).abs() < 1e-16);
     }
 
-    /// floor and ceil through an integer equal libm's (but for the sign of a zero) on both
+    /// floor and ceil without a rounding instruction equal libm's (but for the sign of a zero) on both
     /// sides of every boundary: halves, whole numbers, tiny and huge magnitudes, the last
     /// fraction bit, infinities and NaN.
     #[test]
