@@ -31,28 +31,50 @@ const CPU: Engine = Engine::Cpu {
 };
 
 /// The kernel's images of one experiment on an engine's backend (`None`: the backend has no
-/// kernel), and the tensor stages' image on the same backend.
+/// kernel), and, with `stages`, the tensor stages' image on the same backend.
 struct KernelAndStages<'a> {
     exp: &'a Experiment,
     engine: Engine,
+    stages: bool,
 }
 
 impl BackendTask for KernelAndStages<'_> {
-    type Output = (Option<Image>, Image);
+    type Output = (Option<Image>, Option<Image>);
     fn run<B: PixelKernel>(self, device: &B::Device) -> nanobragg::Result<Self::Output> {
         let by_kernel =
             kernel::launch::render::<B>(self.exp, &Scene::new(self.exp), device)?.map(|mut v| v.swap_remove(0));
+        if !self.stages {
+            return Ok((by_kernel, None));
+        }
         let stages = RenderOptions {
             pixel_kernel: false,
             ..self.engine.options(&RenderOptions::default())
         };
-        Ok((by_kernel, render::<B>(self.exp, &stages, device)?))
+        Ok((by_kernel, Some(render::<B>(self.exp, &stages, device)?)))
     }
 }
 
 fn kernel_and_stages(exp: &Experiment, engine: Engine) -> (Image, Image) {
-    let (k, s) = engine.run(KernelAndStages { exp, engine }).unwrap();
-    (k.expect("the wgpu backends have the kernel"), s)
+    let (k, s) = engine
+        .run(KernelAndStages {
+            exp,
+            engine,
+            stages: true,
+        })
+        .unwrap();
+    (k.expect("the wgpu backends have the kernel"), s.unwrap())
+}
+
+/// The kernel's image of `exp` on `engine`, without the tensor stages'.
+fn kernel_only(exp: &Experiment, engine: Engine) -> Image {
+    let (k, _) = engine
+        .run(KernelAndStages {
+            exp,
+            engine,
+            stages: false,
+        })
+        .unwrap();
+    k.expect("the wgpu backends have the kernel")
 }
 
 /// max |a − b| / max |b|.
@@ -89,7 +111,7 @@ fn golden_cases_through_the_kernel_match_c_and_the_tensor_stages() {
             })
             .unwrap();
         let (fused, stages) = kernel_and_stages(&exp, FUSED);
-        let (unfused, _) = kernel_and_stages(&exp, UNFUSED);
+        let unfused = kernel_only(&exp, UNFUSED);
         let corr = common::correlation(&fused.data, &case.image);
         let ratio = common::sum_ratio(&fused.data, &case.image);
         let vs_stages = relative_max_difference(&fused.data, &stages.data);
@@ -122,7 +144,7 @@ fn golden_cases_through_the_kernel_match_c_and_the_tensor_stages() {
 /// The kernel's image of `exp` on the fused engine against the cpu f64 engine: finite, corr ≥
 /// `corr_min`, sums within 1 %; also the fall-back flag and Σω.
 fn assert_matches_cpu(name: &str, exp: &Experiment, corr_min: f64) -> Result<(), String> {
-    let (kernel, _) = kernel_and_stages(exp, FUSED);
+    let kernel = kernel_only(exp, FUSED);
     let reference = CPU.render(exp, &RenderOptions::default()).unwrap();
     let finite = kernel.data.iter().all(|v| v.is_finite());
     let corr = common::correlation(&kernel.data, &reference.data);
@@ -183,7 +205,7 @@ fn tricubic_fall_back_switches_at_cs_pixel() {
     let args: Vec<&str> = flags.split_whitespace().collect();
     let exp = common::experiment(&args, Some(&hkl)).1;
     assert_matches_cpu("tricubic fall-back", &exp, 0.9999).unwrap();
-    let (kernel, _) = kernel_and_stages(&exp, FUSED);
+    let kernel = kernel_only(&exp, FUSED);
     let reference = CPU.render(&exp, &RenderOptions::default()).unwrap();
     assert!(
         reference.interpolation_fell_back,

@@ -4,10 +4,14 @@
 //! so they live in the crate; the tests of the public API and the binaries are in
 //! `tests/integration`, and both suites share its helpers (`tests/integration/common.rs`).
 //!
-//! Tests that run code of their own on every engine's backend (a [`crate::engine::BackendTask`]
-//! over `NdArray` and both wgpu engines) live here too, public API or not: this test binary
-//! compiles those backends' tensor code anyway, where the integration binary, which calls the
-//! library's non-generic API, would compile it a second time (minutes of the test build).
+//! Tests that instantiate the library's generic code on a backend (a [`crate::Simulator`] or
+//! [`crate::PanelSimulator`], a refinement objective, a [`crate::engine::BackendTask`] over
+//! `NdArray` and both wgpu engines) live here too, public API or not: a release build does not
+//! share generic instantiations between crates, so the integration binary, which calls the
+//! library's non-generic API, would compile each backend's render and gradients a second time
+//! (minutes of the test build), where this binary compiles them once, with the library. Those
+//! that compare with the `nanobragg` program's files run it through `common::run_program`
+//! (this binary again, as the program: `program.rs`).
 //!
 //! The files name the crate `nanobragg::`, as the integration tests do (the crate root's
 //! `extern crate self as nanobragg` in test builds).
@@ -20,13 +24,26 @@ mod burn_reshape;
 mod concurrency;
 mod derivatives;
 mod diff_geometry;
+#[cfg(feature = "app")]
+mod embedding;
+#[cfg(feature = "app")]
+mod embedding_f32;
 mod gradcheck;
+mod gradcheck_api;
 mod gradients;
 mod kernel;
+mod kernel_autodiff;
 mod kernel_vjp;
 mod native_f32;
 mod native_vjp;
+#[cfg(feature = "app")]
+mod panel_simulator;
+#[cfg(feature = "app")]
+mod panels;
+mod program;
 mod refine;
+#[cfg(feature = "app")]
+mod refine_response;
 mod stages;
 mod threads;
 mod wgpu;

@@ -408,6 +408,35 @@ pub fn own_process_with(module_path: &str, name: &str, envs: &[(&str, &std::ffi:
     false
 }
 
+/// The environment variable that makes the unit-test binary, run again by [`run_program`],
+/// the `nanobragg` program: its value is the program's arguments as a JSON array.
+pub const AS_PROGRAM: &str = "NANOBRAGG_TEST_AS_PROGRAM";
+
+/// The `nanobragg` program run in `dir` with `args`, to its end. In the integration tests it is
+/// the binary cargo built for them; the crate's unit-test binary, for which cargo builds none,
+/// runs itself again as the program (`tests::program`, which calls the binary's
+/// `nanobragg::app::program::main` in that child process).
+pub fn run_program(dir: &std::path::Path, args: &[String]) -> std::process::Output {
+    let mut cmd = match option_env!("CARGO_BIN_EXE_nanobragg") {
+        Some(binary) => {
+            let mut cmd = std::process::Command::new(binary);
+            cmd.args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary's path"));
+            cmd.args([AS_PROGRAM_TEST, "--exact", "--nocapture", "--quiet", "--test-threads=1"])
+                .env(AS_PROGRAM, serde_json::to_string(args).unwrap())
+                .env_remove(OWN_PROCESS);
+            cmd
+        }
+    };
+    cmd.current_dir(dir).output().expect("the nanobragg program starts")
+}
+
+/// The unit-test binary's test that becomes the program under [`AS_PROGRAM`].
+const AS_PROGRAM_TEST: &str = "tests::program::the_test_binary_runs_as_the_program";
+
 /// Kernel launches in a cubecl profile log (`CUBECL_DEBUG_OPTION=profile`,
 /// `CUBECL_DEBUG_LOG=FILE`): one table row `| <time> | …` per launch.
 pub fn launches_in_profile_log(text: &str) -> usize {

@@ -12,7 +12,7 @@ const FLAGS: &str = "-default_F 100 -cell 70 80 90 80 85 95 -misset 10 20 30 -la
 
 #[test]
 fn forward_on_ndarray_f32_equals_the_float_image() {
-    if !crate::common::own_process(module_path!(), "forward_on_ndarray_f32_equals_the_float_image") {
+    if !super::common::own_process(module_path!(), "forward_on_ndarray_f32_equals_the_float_image") {
         return;
     }
     let device = NdArrayDevice::Cpu;
@@ -70,13 +70,17 @@ fn host_experiment(args: &[&str]) -> nanobragg::Experiment {
 /// The binary's `-floatfile` image for `args` at `-precision` `precision`.
 fn float_image(args: &[&str], precision: &str) -> Vec<f32> {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg"))
-        .args(args)
-        .args(["-precision", precision, "-floatfile", "float.bin"])
-        .args(["-nonoise", "-nopgm", "-noprogress"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let extra = [
+        "-precision",
+        precision,
+        "-floatfile",
+        "float.bin",
+        "-nonoise",
+        "-nopgm",
+        "-noprogress",
+    ];
+    let program_args: Vec<String> = args.iter().chain(&extra).map(|a| a.to_string()).collect();
+    let out = super::common::run_program(dir.path(), &program_args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::read(dir.path().join("float.bin"))
         .unwrap()
@@ -96,7 +100,7 @@ fn backward_on_ndarray_f32_by_the_native_pass_equals_the_tensor_stages() {
     use burn::tensor::{Tensor, TensorData};
     use nanobragg::render::RenderOptions;
     type Ad = Autodiff<NdArray<f32>>;
-    if !crate::common::own_process(
+    if !super::common::own_process(
         module_path!(),
         "backward_on_ndarray_f32_by_the_native_pass_equals_the_tensor_stages",
     ) {

@@ -4,11 +4,9 @@
 //! origin), a single flat panel against the same detector given by flags, bad regions, and
 //! malformed files.
 
-use crate::common;
+use super::common;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_nanobragg");
+use std::process::Output;
 
 /// The crystal of the C fixtures (`make_fixtures.py`'s CRYSTAL).
 pub(crate) const CRYSTAL: &str =
@@ -19,7 +17,7 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
 }
 
 fn run(dir: &Path, args: &[String]) -> Output {
-    Command::new(BIN).current_dir(dir).args(args).output().unwrap()
+    common::run_program(dir, args)
 }
 
 fn ok(out: &Output) -> String {
@@ -576,7 +574,7 @@ fn panel_objective_gradient_matches_central_differences() {
             .collect();
         let (_, g) = f.value_grad(&x0).unwrap();
         for i in 0..x0.len() {
-            let fd = crate::common::central_difference(|x| f.value(x).unwrap(), &x0, i, 1e-3);
+            let fd = super::common::central_difference(|x| f.value(x).unwrap(), &x0, i, 1e-3);
             assert!(
                 (g[i] - fd).abs() <= 2e-3 * fd.abs() + 1e-4 * g.iter().map(|v| v.abs()).fold(0.0, f64::max),
                 "{grouping} {:?}: gradient {} vs central difference {fd}",

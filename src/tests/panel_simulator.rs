@@ -6,8 +6,8 @@
 //! `-derivative panel_*` images (a different method: combinations of base derivative images),
 //! and central differences.
 
-use crate::common::{self, host};
-use crate::panels::{fixture, four_tilted_config, moved_by, render_derivatives, render_panels, Ad};
+use super::common::{self, host};
+use super::panels::{fixture, four_tilted_config, moved_by, render_derivatives, render_panels, Ad};
 use burn::module::Param;
 use burn::module::{AutodiffModule, Module};
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};

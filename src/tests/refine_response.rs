@@ -3,7 +3,7 @@
 //! a perturbed PSF FWHM and background scale from an image made as the C suite makes one
 //! (Poisson counts of spots plus background, spread by `noisify`'s PSF).
 
-use crate::common;
+use super::common;
 
 use burn::backend::ndarray::NdArray;
 use burn::backend::Autodiff;

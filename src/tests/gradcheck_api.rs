@@ -14,7 +14,7 @@ const SCENE: &str = "-default_F 100 -cell 70 80 90 85 95 100 -misset 10 20 30 -l
     -phi 5 -osc 2 -phisteps 2 -oversample 1";
 
 fn simulator() -> Simulator<Ad> {
-    let _ = crate::common::f64_device();
+    let _ = super::common::f64_device();
     let args: Vec<&str> = SCENE.split_whitespace().collect();
     Simulator::<Ad>::from_args(&args, &NdArrayDevice::Cpu).unwrap()
 }

@@ -13,7 +13,7 @@
 //! `NANOBRAGG_REQUIRE_WGPU=1`.
 #![cfg(feature = "gpu")]
 
-use crate::common;
+use super::common;
 use common::host;
 
 use burn::backend::wgpu::WgpuDevice;

@@ -7,7 +7,7 @@
 //! References are independent of the code under test: the `nanobragg` binary's `-floatfile`
 //! (another process, another driver), C's golden image, and central finite differences.
 
-use crate::common;
+use super::common;
 use common::host;
 
 use burn::backend::ndarray::{NdArray, NdArrayDevice};
@@ -40,12 +40,9 @@ fn cpu() -> NdArrayDevice {
 /// The binary's `-floatfile` for `flags`, as f32, fast-major.
 fn cli_float_image(flags: &str) -> Vec<f32> {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg"))
-        .args(args(flags))
-        .args(["-floatfile", "float.bin", "-nonoise", "-nopgm", "-noprogress"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let mut program_args: Vec<String> = args(flags).into_iter().map(String::from).collect();
+    program_args.extend(["-floatfile", "float.bin", "-nonoise", "-nopgm", "-noprogress"].map(String::from));
+    let out = common::run_program(dir.path(), &program_args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let bytes = std::fs::read(dir.path().join("float.bin")).unwrap();
     bytes
