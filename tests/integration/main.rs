@@ -3,6 +3,10 @@
 //! whose dtype burn fixes per process) run themselves again in a child process
 //! ([`common::own_process`]). `tests/external-crate` stays a package of its own: it is an
 //! outside user of the embedding contract.
+//!
+//! These tests call the library's non-generic API. Tests that instantiate its generic code on a
+//! backend (a `Simulator<B>` and the like) are in the crate's unit-test binary, `src/tests/`,
+//! which compiles those instantiations once with the library (`src/tests/mod.rs`).
 
 mod common;
 
