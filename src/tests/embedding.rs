@@ -37,20 +37,6 @@ fn cpu() -> NdArrayDevice {
     common::f64_device()
 }
 
-/// The binary's `-floatfile` for `flags`, as f32, fast-major.
-fn cli_float_image(flags: &str) -> Vec<f32> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut program_args: Vec<String> = args(flags).into_iter().map(String::from).collect();
-    program_args.extend(["-floatfile", "float.bin", "-nonoise", "-nopgm", "-noprogress"].map(String::from));
-    let out = common::run_program(dir.path(), &program_args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let bytes = std::fs::read(dir.path().join("float.bin")).unwrap();
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
 /// `forward()` on `B` equals the binary's float image: to f32 rounding (`tol` 1e-6 of the
 /// maximum) for f64 backends, to f32 arithmetic (1e-4) for f32 ones; zeros outside the ROI.
 fn forward_matches_cli<B: PixelKernel>(device: &B::Device, tol: f64, label: &str) {
@@ -61,7 +47,7 @@ fn forward_matches_cli<B: PixelKernel>(device: &B::Device, tol: f64, label: &str
         assert_eq!(image.dims(), [exp.detector.spixels, exp.detector.fpixels], "{label}");
         let stats = sim.statistics(image.clone()).unwrap();
         let got = host(image);
-        let want = cli_float_image(flags);
+        let want = common::program_float_image(&args(flags));
         let max = want.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64;
         assert!(max > 0.0, "{label}: the reference image is blank");
         let worst = got

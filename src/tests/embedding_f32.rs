@@ -39,21 +39,21 @@ fn forward_on_ndarray_f32_equals_the_float_image() {
     // f32 rounding: both render with the native loop in f32 over a scene evaluated in f64, the
     // binary's from the configuration's values, the simulator's from its f32 parameter tensors
     // (2.0e-5 of the maximum apart, 1.9e-5 from the f64 image, on a 2-core Intel VM)
-    for (precision, tolerance) in [("f32", 2e-4f32), ("f64", 1e-3)] {
-        let want = float_image(&args, precision);
+    let float_image = |precision| super::common::program_float_image(&[&args[..], &["-precision", precision]].concat());
+    let (f32_image, f64_image) = (float_image("f32"), float_image("f64"));
+    for (precision, want, tolerance) in [("f32", &f32_image, 2e-4f32), ("f64", &f64_image, 1e-3)] {
         assert_eq!(got.len(), want.len());
-        let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max) / max;
+        let worst = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max) / max;
         println!("NdArray<f32>: forward vs -precision {precision} -floatfile: max |Δ|/max = {worst:.1e}");
         assert!(
             worst <= tolerance,
             "forward differs from the -precision {precision} image by {worst:e} of the maximum"
         );
     }
-    let want = float_image(&args, "f64");
     // outside the ROI the image is exactly 0
     assert!(got
         .iter()
-        .zip(&want)
+        .zip(&f64_image)
         .filter(|(_, w)| **w == 0.0)
         .all(|(g, _)| *g == 0.0));
 }
@@ -65,28 +65,6 @@ fn host_experiment(args: &[&str]) -> nanobragg::Experiment {
         panic!("no run")
     };
     nanobragg::Experiment::new(&cfg).unwrap()
-}
-
-/// The binary's `-floatfile` image for `args` at `-precision` `precision`.
-fn float_image(args: &[&str], precision: &str) -> Vec<f32> {
-    let dir = tempfile::tempdir().unwrap();
-    let extra = [
-        "-precision",
-        precision,
-        "-floatfile",
-        "float.bin",
-        "-nonoise",
-        "-nopgm",
-        "-noprogress",
-    ];
-    let program_args: Vec<String> = args.iter().chain(&extra).map(|a| a.to_string()).collect();
-    let out = super::common::run_program(dir.path(), &program_args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read(dir.path().join("float.bin"))
-        .unwrap()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
 }
 
 /// A `Simulator<Autodiff<NdArray<f32>>>`'s backward pass by the native reverse pass (the

@@ -16,10 +16,6 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/panels").join(name)
 }
 
-fn run(dir: &Path, args: &[String]) -> Output {
-    common::run_program(dir, args)
-}
-
 fn ok(out: &Output) -> String {
     assert!(
         out.status.success(),
@@ -42,7 +38,7 @@ fn args(parts: &[&str]) -> Vec<String> {
 pub(crate) fn render_panels(dir: &Path, flag: &str, file: &Path, extra: &str) -> Vec<f32> {
     let mut a = args(&[CRYSTAL, extra, "-floatfile all.bin"]);
     a.extend([flag.to_string(), file.display().to_string()]);
-    ok(&run(dir, &a));
+    ok(&common::run_program(dir, &a));
     common::read_f32(&dir.join("all.bin"))
 }
 
@@ -147,7 +143,10 @@ fn a_flat_panel_file_renders_as_the_detector_given_by_flags() {
     let d = flag_detector(flags);
     std::fs::write(dir.path().join("flat.expt"), one_panel_expt(&d)).unwrap();
     std::fs::write(dir.path().join("flat.geom"), one_panel_geom(&d)).unwrap();
-    ok(&run(dir.path(), &args(&[CRYSTAL, flags, "-floatfile by_flags.bin"])));
+    ok(&common::run_program(
+        dir.path(),
+        &args(&[CRYSTAL, flags, "-floatfile by_flags.bin"]),
+    ));
     let by_flags = common::read_f32(&dir.path().join("by_flags.bin"));
     let max = by_flags.iter().copied().fold(0.0f32, f32::max);
     assert!(max > 0.0);
@@ -164,7 +163,7 @@ fn a_flat_panel_file_renders_as_the_detector_given_by_flags() {
         let pc = nanobragg::experiment::panels::custom::panel_configs(&cfg, &layout, "test").unwrap();
         let mut a = args(&[CRYSTAL, "-floatfile by_custom.bin"]);
         a.extend(nanobragg::experiment::panels::custom::panel_flags(&pc[0].detector));
-        ok(&run(dir.path(), &a));
+        ok(&common::run_program(dir.path(), &a));
         assert!(
             got == common::read_f32(&dir.path().join("by_custom.bin")),
             "{file}: differs from its CUSTOM flags' render"
@@ -194,7 +193,7 @@ fn bad_regions_are_not_rendered_and_outputs_are_per_panel() {
     std::fs::write(dir.path().join("bad.geom"), geom).unwrap();
     let mut a = args(&[CRYSTAL, "-floatfile all.bin -intfile int.img"]);
     a.extend(["-geom".to_string(), "bad.geom".to_string()]);
-    ok(&run(dir.path(), &a));
+    ok(&common::run_program(dir.path(), &a));
     let all = common::read_f32(&dir.path().join("all.bin"));
     let c = common::read_f32(&fixture("cspad64.c.f32"));
     let n = 200;
@@ -234,7 +233,7 @@ fn malformed_panel_files_name_the_file_and_line() {
         if extra[0] == "-detector_rotx" {
             a.extend(["-geom".to_string(), fixture("cspad64.geom").display().to_string()]);
         }
-        let out = run(dir.path(), &a);
+        let out = common::run_program(dir.path(), &a);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(9), "{extra:?}: {err}");
         assert!(err.contains(want), "{extra:?}: {err}");
@@ -305,7 +304,7 @@ pub(crate) fn render_derivatives(dir: &Path, extra: &str, names: &[&str]) {
         "-detector_expt".to_string(),
         fixture("four_tilted.expt").display().to_string(),
     ]);
-    ok(&run(dir, &a));
+    ok(&common::run_program(dir, &a));
 }
 
 #[test]
@@ -372,7 +371,7 @@ fn per_panel_derivatives_match_central_differences_of_moved_panels() {
             "-detector_expt".to_string(),
             fixture("four_tilted.expt").display().to_string(),
         ]);
-        ok(&run(d, &a));
+        ok(&common::run_program(d, &a));
         common::read_f32(&d.join("m.bin"))
     };
     let (plus, minus) = (image("-misset 10.0001 20 30"), image("-misset 9.9999 20 30"));
@@ -646,7 +645,7 @@ fn panel_groups_and_motions_are_refused_where_they_mean_nothing() {
     ] {
         let mut a = args(&[CRYSTAL, "-detpixels 16"]);
         a.extend(extra.iter().map(|s| s.to_string()));
-        let out = run(dir.path(), &a);
+        let out = common::run_program(dir.path(), &a);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(want), "{extra:?}: {err}");
     }
@@ -669,7 +668,7 @@ fn simulator_panels_render_and_differentiate_each_panel() {
         "-detector_expt".to_string(),
         fixture("four_tilted.expt").display().to_string(),
     ]);
-    ok(&run(dir.path(), &a));
+    ok(&common::run_program(dir.path(), &a));
     let (image, derivative) = (
         common::read_f32(&dir.path().join("all.bin")),
         common::read_f32(&dir.path().join("d.bin")),

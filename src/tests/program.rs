@@ -18,17 +18,12 @@ fn the_test_binary_runs_as_the_program() {
         std::process::exit(status.into());
     }
     let dir = tempfile::tempdir().unwrap();
-    let args = |flags: &str| flags.split_whitespace().map(String::from).collect::<Vec<_>>();
-    let refused = common::run_program(dir.path(), &args("-distance far"));
+    let refused = common::run_program(dir.path(), &["-distance".into(), "far".into()]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(9), "{stderr}");
     assert!(stderr.contains("-distance"), "{stderr}");
-    let run = common::run_program(
-        dir.path(),
-        &args("-default_F 100 -cell 70 80 90 90 90 90 -N 2 -detpixels 12 -floatfile f.bin -nonoise -nopgm -noprogress"),
-    );
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let image = common::read_f32(&dir.path().join("f.bin"));
+    let flags = "-default_F 100 -cell 70 80 90 90 90 90 -N 2 -detpixels 12";
+    let image = common::program_float_image(&flags.split_whitespace().collect::<Vec<_>>());
     assert_eq!(image.len(), 12 * 12);
     assert!(image.iter().all(|v| v.is_finite()) && image.iter().any(|&v| v > 0.0));
 }

@@ -434,6 +434,17 @@ pub fn run_program(dir: &std::path::Path, args: &[String]) -> std::process::Outp
     cmd.current_dir(dir).output().expect("the nanobragg program starts")
 }
 
+/// The program's `-floatfile` image for `args` (run in a temporary directory, without noise,
+/// PGM or progress output), as f32, fast-major; the run must succeed.
+pub fn program_float_image(args: &[&str]) -> Vec<f32> {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["-floatfile", "float.bin", "-nonoise", "-nopgm", "-noprogress"];
+    let args: Vec<String> = args.iter().chain(&extra).map(|a| a.to_string()).collect();
+    let out = run_program(dir.path(), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    read_f32(&dir.path().join("float.bin"))
+}
+
 /// The unit-test binary's test that becomes the program under [`AS_PROGRAM`].
 const AS_PROGRAM_TEST: &str = "tests::program::the_test_binary_runs_as_the_program";
 
