@@ -193,12 +193,18 @@ pub fn kahn_partials(kahn: f64, source: &Source<f64>, d: V, g: f64) -> (f64, V) 
     let e = dot(d, source.e_in);
     let b = dot(d, source.b_in);
     let denom = e * e + b * b;
-    let (mut cos_two_psi, mut d_e, mut d_b) = (1.0, 0.0, 0.0);
-    if denom != 0.0 {
-        cos_two_psi = (e * e - b * b) / denom;
-        d_e = 4.0 * e * b * b / (denom * denom);
-        d_b = -4.0 * b * e * e / (denom * denom);
-    }
+    // every quotient (over 1 where denom is 0), then chosen: selects, as `forward::kahn_factor`
+    let on_frame = denom != 0.0;
+    let safe = if on_frame { denom } else { 1.0 };
+    let (psi, de, db) = (
+        (e * e - b * b) / safe,
+        4.0 * e * b * b / (safe * safe),
+        -4.0 * b * e * e / (safe * safe),
+    );
+    let (cos_two_psi, d_e, d_b) = match on_frame {
+        true => (psi, de, db),
+        false => (1.0, 0.0, 0.0),
+    };
     let along_i = g * cos2t * (1.0 + kahn * cos_two_psi);
     let i_across_d = cross(across, d);
     let frame = -0.5 * g * kahn * sin2;

@@ -75,8 +75,7 @@ pub fn lattice_factors(
 #[inline(always)]
 pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; L]) {
     if !super::pixel::on_recurrence(n) {
-        let one: [(f64, f64, f64); L] = each(|l| adjoint::sincg(h[l], n));
-        return (each(|l| one[l].0), each(|l| one[l].1), each(|l| one[l].2));
+        return sincg_by_sines(h, n);
     }
     let delta: [f64; L] = each(|l| h[l] - Real::floor(h[l] + 0.5));
     let x: [f64; L] = each(|l| delta[l] * PI);
@@ -90,19 +89,26 @@ pub fn sincg<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; 
     let over_sin: [f64; L] = each(|l| 1.0 / sin_x[l]);
     let (below, at) = chebyshev_u(cos_x, n as usize);
     let cos_nx: [f64; L] = each(|l| at[l] - cos_x[l] * below[l]);
-    // at a node N, 0 and 1, chosen lane by lane (a select, so the lanes stay in vectors)
+    // both partials in every lane, then N, 0 and 1 chosen at a node: a select between values
+    // already computed keeps the lanes in vectors, where a partial computed inside the choice
+    // becomes a branch per lane, in scalar code
+    let d_h: [f64; L] = each(|l| PI * (n * cos_nx[l] - below[l] * cos_x[l]) * over_sin[l]);
+    let d_n: [f64; L] = each(|l| x[l] * cos_nx[l] * over_sin[l]);
     let node: [bool; L] = each(|l| delta[l].abs() < SINCG_EPS);
     (
         each(|l| if node[l] { n } else { below[l] }),
-        each(|l| {
-            if node[l] {
-                0.0
-            } else {
-                PI * (n * cos_nx[l] - below[l] * cos_x[l]) * over_sin[l]
-            }
-        }),
-        each(|l| if node[l] { 1.0 } else { x[l] * cos_nx[l] * over_sin[l] }),
+        each(|l| if node[l] { 0.0 } else { d_h[l] }),
+        each(|l| if node[l] { 1.0 } else { d_n[l] }),
     )
+}
+
+/// [`adjoint::sincg`] of each lane, by the platform's sines (N off Chebyshev's recurrence).
+/// Out of line: inlined, its lane-by-lane results would meet the recurrence's in the caller,
+/// and the compiler would then pack neither path's lanes into whole vectors.
+#[inline(never)]
+fn sincg_by_sines<const L: usize>(h: [f64; L], n: f64) -> ([f64; L], [f64; L], [f64; L]) {
+    let one: [(f64, f64, f64); L] = each(|l| adjoint::sincg(h[l], n));
+    (each(|l| one[l].0), each(|l| one[l].1), each(|l| one[l].2))
 }
 
 /// (U_{k−1}(c), U_k(c)) per lane (k ≥ 0): [`super::pixel::chebyshev_u`]'s operations in its

@@ -100,11 +100,10 @@ pub fn kahn_factor<F: Real>(s: &Source<F>, d: V3<F>, kahn: F) -> F {
     let e = dot(d, s.e_in);
     let b = dot(d, s.b_in);
     let denom = e * e + b * b;
-    let cos_two_psi = if denom != F::ZERO {
-        (e * e - b * b) / denom
-    } else {
-        F::ONE
-    };
+    // the quotient in every case (over 1 where denom is 0), then chosen: a select, where a
+    // quotient computed inside the choice would be a branch per lane of the callers' lanes
+    let quotient = (e * e - b * b) / if denom != F::ZERO { denom } else { F::ONE };
+    let cos_two_psi = if denom != F::ZERO { quotient } else { F::ONE };
     F::of(0.5) * (F::ONE + cos2t * cos2t - kahn * cos_two_psi * sin2)
 }
 

@@ -25,7 +25,7 @@ use super::adjoint::{self, LatticePartials, Nodes, Ray};
 use super::groups::pixel_groups;
 use super::inputs::{Inputs, Params, Source, V3};
 use super::lanes::{each, sincg};
-use super::pixel::{self as forward, dot, stol};
+use super::pixel::{self as forward, stol};
 use super::pixel_lanes::PIXEL_LANES;
 use super::vjp::{factor_adjoints, factors_at, Cotangent, Factors};
 use crate::kernel::job::Switches;
@@ -216,20 +216,24 @@ impl RayLanes {
             [p.subpixel * (slow * os + sub_s) as f64 + half; PIXEL_LANES],
             [t as f64 * p.layer_step; PIXEL_LANES],
         ];
-        // the position, as `adjoint::ray`: `forward::sample_position`, bent by
-        // `forward::curved_position` on a curved detector
-        let mut pos: [V3<f64>; PIXEL_LANES] =
-            each(|l| forward::sample_position(p, coords[0][l], coords[1][l], coords[2][l]));
+        // the position, as `adjoint::ray`: `forward::sample_position`'s operations by axis,
+        // bent by `forward::curved_position` on a curved detector (lane by lane)
+        let mut pos: [Lanes; 3] = three!(j => each(|l| {
+            ((p.fdet[j] * coords[0][l] + p.sdet[j] * coords[1][l]) + p.odet[j] * coords[2][l]) + p.pix0[j]
+        }));
         if inp.sw.curved {
             for l in 0..PIXEL_LANES {
-                pos[l] = forward::curved_position(p, pos[l]);
+                let bent = forward::curved_position(p, three!(j => pos[j][l]));
+                for j in 0..3 {
+                    pos[j][l] = bent[j];
+                }
             }
         }
-        let r: Lanes = each(|l| dot(pos[l], pos[l]).sqrt());
+        let r: Lanes = each(|l| (pos[0][l] * pos[0][l] + pos[1][l] * pos[1][l] + pos[2][l] * pos[2][l]).sqrt());
         let inv_r: Lanes = each(|l| 1.0 / r[l]);
         Self {
             coords,
-            d: three!(j => each(|l| pos[l][j] * inv_r[l])),
+            d: three!(j => each(|l| pos[j][l] * inv_r[l])),
             r,
         }
     }
@@ -458,7 +462,7 @@ impl Sample {
             let hkl: [Lanes; 3] = three!(v => each(|l| {
                 d[0][l] * axes[v][0] + d[1][l] * axes[v][1] + d[2][l] * axes[v][2] - offset[v]
             }));
-            let lat = LatticeLanes::of(p, &hkl, sw);
+            let lat = lattice_lanes(p, &hkl, sw);
             let cell = CellLanes::of(inp, &hkl, sw);
             // ∂L/∂F_cell and ∂L/∂F_latt
             let g_f: Lanes = each(|l| g[l] * 2.0 * cell.value[l] * lat.value[l] * lat.value[l]);
@@ -486,9 +490,20 @@ impl Sample {
                 }
             }
             let (f, lat) = (&cell.value, &lat.value);
-            *running = each(|l| running[l] + if kept[l] { f[l] * f[l] * lat[l] * lat[l] } else { 0.0 });
+            // the term in every lane, then chosen (a select keeps the lanes in vectors)
+            let term: Lanes = each(|l| f[l] * f[l] * lat[l] * lat[l]);
+            *running = each(|l| running[l] + if kept[l] { term[l] } else { 0.0 });
         }
     }
+}
+
+/// [`LatticeLanes::of`] as a function of its own, compiled for the widest vector instructions
+/// the CPU has and called out of line. Inlined into the whole reverse pass, which holds many
+/// values at once, the lattice sum's steps were packed four, two and one lanes at a time (the
+/// compiler packs lanes function by function); alone, its eight lanes fill whole vectors.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
+fn lattice_lanes(p: &Params<f64>, hkl: &[Lanes; 3], sw: &Switches) -> LatticeLanes {
+    LatticeLanes::of(p, hkl, sw)
 }
 
 /// [`adjoint::lattice_factor`] of each lane, as lanes: SQUARE's sums across the lanes step by
@@ -506,16 +521,7 @@ impl LatticeLanes {
     #[inline(always)]
     fn of(p: &Params<f64>, hkl: &[Lanes; 3], sw: &Switches) -> Self {
         if !sw.square {
-            let one: [LatticePartials; PIXEL_LANES] =
-                across!(l => adjoint::lattice_factor(p, [hkl[0][l], hkl[1][l], hkl[2][l]], sw));
-            return Self {
-                value: each(|l| one[l].value),
-                d_hkl: three!(v => each(|l| one[l].d_hkl[v])),
-                d_n: three!(v => each(|l| one[l].d_n[v])),
-                kappa: each(|l| one[l].kappa),
-                c: three!(v => each(|l| one[l].c[v])),
-                frac: three!(v => each(|l| one[l].frac[v])),
-            };
+            return Self::lane_by_lane(p, hkl, sw);
         }
         // written out: a closure called three times would stay out of line, in baseline code
         let a = sincg(hkl[0], p.n[0]);
@@ -537,6 +543,23 @@ impl LatticeLanes {
             kappa: zero,
             c: [zero; 3],
             frac: [zero; 3],
+        }
+    }
+
+    /// The other shapes, lane by lane. Out of line: inlined, its lane-by-lane results would
+    /// meet SQUARE's in [`Self::of`], and the compiler would then pack neither shape's lanes
+    /// into whole vectors.
+    #[inline(never)]
+    fn lane_by_lane(p: &Params<f64>, hkl: &[Lanes; 3], sw: &Switches) -> Self {
+        let one: [LatticePartials; PIXEL_LANES] =
+            across!(l => adjoint::lattice_factor(p, [hkl[0][l], hkl[1][l], hkl[2][l]], sw));
+        Self {
+            value: each(|l| one[l].value),
+            d_hkl: three!(v => each(|l| one[l].d_hkl[v])),
+            d_n: three!(v => each(|l| one[l].d_n[v])),
+            kappa: each(|l| one[l].kappa),
+            c: three!(v => each(|l| one[l].c[v])),
+            frac: three!(v => each(|l| one[l].frac[v])),
         }
     }
 
