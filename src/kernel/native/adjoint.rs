@@ -196,13 +196,13 @@ pub fn kahn_partials(kahn: f64, source: &Source<f64>, d: V, g: f64) -> (f64, V) 
     // every quotient (over 1 where denom is 0), then chosen: selects, as `forward::kahn_factor`
     let on_frame = denom != 0.0;
     let safe = if on_frame { denom } else { 1.0 };
-    let (psi, de, db) = (
+    let (quotient, de, db) = (
         (e * e - b * b) / safe,
         4.0 * e * b * b / (safe * safe),
         -4.0 * b * e * e / (safe * safe),
     );
     let (cos_two_psi, d_e, d_b) = match on_frame {
-        true => (psi, de, db),
+        true => (quotient, de, db),
         false => (1.0, 0.0, 0.0),
     };
     let along_i = g * cos2t * (1.0 + kahn * cos_two_psi);

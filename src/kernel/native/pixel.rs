@@ -40,8 +40,18 @@ pub(super) fn sum3<F: Real>(a: V3<F>, b: V3<F>) -> V3<F> {
 /// P = Fdet·f + Sdet·s + Odet·o + pix0 (m), from the detector coordinates (m).
 #[inline(always)]
 pub fn sample_position<F: Real>(p: &Params<F>, fdet: F, sdet: F, odet: F) -> V3<F> {
-    let along = sum3(sum3(scaled(p.fdet, fdet), scaled(p.sdet, sdet)), scaled(p.odet, odet));
-    sum3(along, p.pix0)
+    // written out, not `array::map`, so that it inlines into the lanes' vector clones
+    [
+        sample_position_axis(p, 0, fdet, sdet, odet),
+        sample_position_axis(p, 1, fdet, sdet, odet),
+        sample_position_axis(p, 2, fdet, sdet, odet),
+    ]
+}
+
+/// Axis `j` of [`sample_position`] (m): for lanes that keep positions by axis.
+#[inline(always)]
+pub fn sample_position_axis<F: Real>(p: &Params<F>, j: usize, fdet: F, sdet: F, odet: F) -> F {
+    ((p.fdet[j] * fdet + p.sdet[j] * sdet) + p.odet[j] * odet) + p.pix0[j]
 }
 
 /// v rotated by θ (rad) about the unit axis k: v cos θ + (k × v) sin θ + k (k·v)(1 − cos θ),

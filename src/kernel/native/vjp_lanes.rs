@@ -25,7 +25,7 @@ use super::adjoint::{self, LatticePartials, Nodes, Ray};
 use super::groups::pixel_groups;
 use super::inputs::{Inputs, Params, Source, V3};
 use super::lanes::{each, sincg};
-use super::pixel::{self as forward, stol};
+use super::pixel::{self as forward, dot, stol};
 use super::pixel_lanes::PIXEL_LANES;
 use super::vjp::{factor_adjoints, factors_at, Cotangent, Factors};
 use crate::kernel::job::Switches;
@@ -216,11 +216,10 @@ impl RayLanes {
             [p.subpixel * (slow * os + sub_s) as f64 + half; PIXEL_LANES],
             [t as f64 * p.layer_step; PIXEL_LANES],
         ];
-        // the position, as `adjoint::ray`: `forward::sample_position`'s operations by axis,
-        // bent by `forward::curved_position` on a curved detector (lane by lane)
-        let mut pos: [Lanes; 3] = three!(j => each(|l| {
-            ((p.fdet[j] * coords[0][l] + p.sdet[j] * coords[1][l]) + p.odet[j] * coords[2][l]) + p.pix0[j]
-        }));
+        // the position, as `adjoint::ray`: `forward::sample_position` by axis, bent by
+        // `forward::curved_position` on a curved detector (lane by lane)
+        let mut pos: [Lanes; 3] =
+            three!(j => each(|l| forward::sample_position_axis(p, j, coords[0][l], coords[1][l], coords[2][l])));
         if inp.sw.curved {
             for l in 0..PIXEL_LANES {
                 let bent = forward::curved_position(p, three!(j => pos[j][l]));
@@ -229,7 +228,10 @@ impl RayLanes {
                 }
             }
         }
-        let r: Lanes = each(|l| (pos[0][l] * pos[0][l] + pos[1][l] * pos[1][l] + pos[2][l] * pos[2][l]).sqrt());
+        let r: Lanes = each(|l| {
+            let at = three!(j => pos[j][l]);
+            dot(at, at).sqrt()
+        });
         let inv_r: Lanes = each(|l| 1.0 / r[l]);
         Self {
             coords,
